@@ -1,0 +1,140 @@
+"""The five stable contracts of DESIGN.md as JSON Schemas, checked at every edge.
+
+1 machines (Terraform output), 2 task.yaml (in catalog.py, it has its own file), 3 results.jsonl,
+4 verdict.json, 5 trajectory.jsonl. Everything else in the project may change; these may not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+
+from deploybench.errors import DeployBenchError
+
+_NUM = {"type": ["number", "null"]}
+_INT = {"type": ["integer", "null"]}
+
+MACHINE = {
+    "type": "object",
+    "required": [
+        "host", "port", "user", "private_key_file", "backend", "image",
+        "gpu_type", "gpu_count", "vcpus", "memory_gb",
+    ],
+    "properties": {
+        "host": {"type": "string", "minLength": 1},
+        "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+        "user": {"type": "string", "minLength": 1},
+        "private_key_file": {"type": "string", "minLength": 1},
+        "backend": {"enum": ["local", "aws", "gcp"]},
+        "image": {"type": "string"},
+        "gpu_type": {"type": ["string", "null"]},
+        "gpu_count": {"type": "integer", "minimum": 0},
+        "vcpus": {"type": "integer", "minimum": 1},
+        "memory_gb": {"type": "number", "minimum": 0},
+    },
+}
+
+MACHINES = {"type": "object", "additionalProperties": MACHINE}
+
+RESULT = {
+    "type": "object",
+    "required": [
+        "run_id", "task_id", "agent", "model", "backend", "attempt", "status", "stop_type",
+        "runbook_status", "passed", "failure_layer", "failure_category", "agent_seconds",
+        "verify_seconds", "steps", "tokens_in", "tokens_out", "cost_usd", "started_at",
+        "finished_at",
+    ],
+    "properties": {
+        "run_id": {"type": "string"},
+        "task_id": {"type": "string"},
+        "agent": {"type": "string"},
+        "model": {"type": ["string", "null"]},
+        "backend": {"enum": ["local", "aws", "gcp"]},
+        "attempt": {"type": "integer", "minimum": 1},
+        "status": {"enum": ["completed", "infra_error"]},
+        "stop_type": {"enum": ["self_stop", "timeout", "max_steps", None]},
+        "runbook_status": {"enum": ["SUCCESS", "PARTIAL", "FAILED", None]},
+        "passed": {"type": ["boolean", "null"]},
+        "failure_layer": {"enum": [None, 1, 2]},
+        "failure_category": {
+            "enum": [None, "dependency", "compilation", "runtime_crash", "oom",
+                     "verifier_timeout", "task_check"]
+        },
+        "agent_seconds": _NUM,
+        "verify_seconds": _NUM,
+        "steps": _INT,
+        "tokens_in": _INT,
+        "tokens_out": _INT,
+        "cost_usd": _NUM,
+        "started_at": {"type": "string"},
+        "finished_at": {"type": "string"},
+    },
+}
+
+VERDICT = {
+    "type": "object",
+    "required": ["passed", "layer1", "layer2", "seconds"],
+    "properties": {
+        "passed": {"type": "boolean"},
+        "layer1": {
+            "type": "object",
+            "required": ["passed", "category", "evidence"],
+            "properties": {
+                "passed": {"type": "boolean"},
+                "category": {"type": ["string", "null"]},
+                "evidence": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "layer2": {
+            "type": "object",
+            "required": ["passed", "checks"],
+            "properties": {
+                "passed": {"type": "boolean"},
+                "checks": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "passed", "detail"],
+                        "properties": {
+                            "name": {"type": "string"},
+                            "passed": {"type": "boolean"},
+                            "detail": {"type": "string"},
+                        },
+                    },
+                },
+            },
+        },
+        "seconds": {"type": "number"},
+    },
+}
+
+EVENT_KINDS = [
+    "command", "file_read", "file_edit", "message", "task_tracker", "finish", "think", "error",
+]
+
+TRAJECTORY_EVENT = {
+    "type": "object",
+    "required": ["step", "t", "kind"],
+    "properties": {
+        "step": {"type": "integer", "minimum": 0},
+        "t": {"type": "number"},
+        "kind": {"enum": EVENT_KINDS},
+        "command": {"type": ["string", "null"]},
+        "exit_code": _INT,
+        "soft_timeout": {"type": ["boolean", "null"]},
+        "output": {"type": ["string", "null"]},
+        "path": {"type": ["string", "null"]},
+        "tokens_in": _INT,
+        "tokens_out": _INT,
+        "cost_usd": _NUM,
+    },
+}
+
+
+def check(schema: dict[str, Any], data: Any, what: str) -> None:
+    """Raise a one-line DeployBenchError naming `what`, the field and the reason."""
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is not None:
+        field = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise DeployBenchError(f"{what}: field {field}: {error.message}")
