@@ -78,6 +78,12 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("deploybench: aborted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:
+        # One line, not the usage block: bad input should read as one clear sentence.
+        where = exc.ctx.command_path.split(" ", 1)[-1] if exc.ctx else ""
+        hint = f" (see: deploybench {where} --help)" if exc.ctx else ""
+        click.echo(f"deploybench: error: {exc.format_message()}{hint}", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -17,8 +17,16 @@ _INT = {"type": ["integer", "null"]}
 MACHINE = {
     "type": "object",
     "required": [
-        "host", "port", "user", "private_key_file", "backend", "image",
-        "gpu_type", "gpu_count", "vcpus", "memory_gb",
+        "host",
+        "port",
+        "user",
+        "private_key_file",
+        "backend",
+        "image",
+        "gpu_type",
+        "gpu_count",
+        "vcpus",
+        "memory_gb",
     ],
     "properties": {
         "host": {"type": "string", "minLength": 1},
@@ -39,9 +47,25 @@ MACHINES = {"type": "object", "additionalProperties": MACHINE}
 RESULT = {
     "type": "object",
     "required": [
-        "run_id", "task_id", "agent", "model", "backend", "attempt", "status", "stop_type",
-        "runbook_status", "passed", "failure_layer", "failure_category", "agent_seconds",
-        "verify_seconds", "steps", "tokens_in", "tokens_out", "cost_usd", "started_at",
+        "run_id",
+        "task_id",
+        "agent",
+        "model",
+        "backend",
+        "attempt",
+        "status",
+        "stop_type",
+        "runbook_status",
+        "passed",
+        "failure_layer",
+        "failure_category",
+        "agent_seconds",
+        "verify_seconds",
+        "steps",
+        "tokens_in",
+        "tokens_out",
+        "cost_usd",
+        "started_at",
         "finished_at",
     ],
     "properties": {
@@ -57,8 +81,15 @@ RESULT = {
         "passed": {"type": ["boolean", "null"]},
         "failure_layer": {"enum": [None, 1, 2]},
         "failure_category": {
-            "enum": [None, "dependency", "compilation", "runtime_crash", "oom",
-                     "verifier_timeout", "task_check"]
+            "enum": [
+                None,
+                "dependency",
+                "compilation",
+                "runtime_crash",
+                "oom",
+                "verifier_timeout",
+                "task_check",
+            ]
         },
         "agent_seconds": _NUM,
         "verify_seconds": _NUM,
@@ -109,7 +140,14 @@ VERDICT = {
 }
 
 EVENT_KINDS = [
-    "command", "file_read", "file_edit", "message", "task_tracker", "finish", "think", "error",
+    "command",
+    "file_read",
+    "file_edit",
+    "message",
+    "task_tracker",
+    "finish",
+    "think",
+    "error",
 ]
 
 TRAJECTORY_EVENT = {

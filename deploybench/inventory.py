@@ -1,0 +1,60 @@
+"""The Ansible inventory, rendered from the `machines` output (contract 1), never hand-written:
+as an INI file for `ansible-playbook -i`, and as data for ansible-runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, StrictUndefined
+
+_INI = Environment(undefined=StrictUndefined, keep_trailing_newline=True).from_string(
+    """# Rendered by deploybench from the Terraform `machines` output; do not edit.
+[machines]
+{% for name, m in machines.items() -%}
+{{ name }} ansible_host={{ m.host }} ansible_port={{ m.port }} ansible_user={{ m.user }} \
+ansible_ssh_private_key_file={{ m.private_key_file }} deploybench_backend={{ m.backend }} \
+deploybench_image={{ m.image }} deploybench_gpu_count={{ m.gpu_count }}
+{% endfor %}
+[machines:vars]
+ansible_ssh_common_args=-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
+"""
+)
+
+_SSH_OPTS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+
+
+def host_vars(machine: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "ansible_host": machine["host"],
+        "ansible_port": machine["port"],
+        "ansible_user": machine["user"],
+        "ansible_ssh_private_key_file": machine["private_key_file"],
+        "ansible_ssh_common_args": _SSH_OPTS,
+        "deploybench_backend": machine["backend"],
+        "deploybench_image": machine["image"],
+        "deploybench_gpu_count": machine["gpu_count"],
+    }
+
+
+def as_data(machines: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The inventory as ansible-runner takes it."""
+    return {
+        "all": {
+            "children": {
+                "machines": {"hosts": {name: host_vars(m) for name, m in machines.items()}}
+            }
+        }
+    }
+
+
+def write(machines: dict[str, dict[str, Any]], path: Path) -> Path:
+    path.write_text(_INI.render(machines=machines))
+    return path
+
+
+def ssh_command(machine: dict[str, Any]) -> str:
+    return (
+        f"ssh {_SSH_OPTS} -i {machine['private_key_file']} -p {machine['port']} "
+        f"{machine['user']}@{machine['host']}"
+    )

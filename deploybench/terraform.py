@@ -1,0 +1,129 @@
+"""The one module that drives Terraform (through python-terraform).
+
+Every deployment is a Terraform root configuration (terraform/envs/<backend>) applied with its
+own state file and its own data folder, so deployments never share state and many can be
+applied at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from python_terraform import IsFlagged, Terraform
+
+from deploybench.errors import DeployBenchError, InfraError
+
+# Machines of this workplace carry a filesystem mirror of the providers; with one present,
+# `terraform init -plugin-dir` uses it and never reaches a registry.
+_PLUGIN_DIR_CANDIDATES = ("/opt/tf-plugins", "/usr/share/terraform/plugins")
+
+
+def terraform_binary() -> str:
+    path = shutil.which(os.environ.get("DEPLOYBENCH_TERRAFORM", "terraform"))
+    if path is None:
+        raise DeployBenchError(
+            "terraform not found on PATH: install Terraform >= 1.5 (or set DEPLOYBENCH_TERRAFORM)"
+        )
+    return path
+
+
+def plugin_dir() -> str | None:
+    explicit = os.environ.get("DEPLOYBENCH_TF_PLUGIN_DIR")
+    if explicit:
+        return explicit
+    return next((d for d in _PLUGIN_DIR_CANDIDATES if Path(d).is_dir()), None)
+
+
+class Deployment:
+    """One Terraform root applied into one folder: state, data dir and logs live there."""
+
+    def __init__(self, env_dir: Path, folder: Path):
+        self.env_dir = Path(env_dir)
+        self.folder = Path(folder)
+        self.state_file = self.folder / "terraform.tfstate"
+
+    def _run(self, cmd: str, *args: str, **kwargs: Any) -> str:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tf = Terraform(working_dir=str(self.env_dir), terraform_bin_path=terraform_binary())
+        env = {
+            **os.environ,
+            "TF_DATA_DIR": str(self.folder / ".terraform"),
+            "TF_IN_AUTOMATION": "1",
+        }
+        if not Path(env.get("TF_CLI_CONFIG_FILE", "/")).is_file():
+            env["TF_CLI_CONFIG_FILE"] = "/dev/null"
+        # python-terraform builds the command line; we spawn it ourselves because its cmd()
+        # reads os.environ, and parallel deployments each need their own TF_DATA_DIR.
+        argv = tf.generate_cmd_string(cmd, *args, **kwargs)
+        proc = subprocess.Popen(
+            argv,
+            cwd=self.env_dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        out_b, err_b = proc.communicate()
+        out, err = out_b.decode(errors="replace"), err_b.decode(errors="replace")
+        with open(self.folder / "terraform.log", "a") as log:
+            log.write(f"$ terraform {cmd}\n{out}{err}\n")
+        if proc.returncode != 0:
+            lines = [ln.strip("│╷╵ ").strip() for ln in (err or out).splitlines()]
+            reason = next((ln for ln in lines if ln.startswith("Error:")), None) or next(
+                (ln for ln in reversed(lines) if ln), "no output"
+            )
+            raise InfraError(
+                f"terraform {cmd} failed for {self.env_dir.name}: {reason} "
+                f"(full log: {self.folder / 'terraform.log'})"
+            )
+        return out
+
+    def init(self) -> None:
+        if (self.folder / ".terraform").is_dir():
+            return
+        kwargs: dict[str, Any] = {"input": False, "no_color": IsFlagged}
+        pdir = plugin_dir()
+        if pdir:
+            kwargs["plugin_dir"] = pdir
+        self._run("init", **kwargs)
+
+    def apply(self, variables: dict[str, Any]) -> dict[str, Any]:
+        self.init()
+        var_file = self.folder / "deployment.tfvars.json"
+        var_file.write_text(json.dumps(variables, indent=2))
+        self._run(
+            "apply",
+            input=False,
+            no_color=IsFlagged,
+            auto_approve=IsFlagged,
+            state=str(self.state_file),
+            var_file=str(var_file),
+            parallelism=32,
+        )
+        return self.outputs()
+
+    def outputs(self) -> dict[str, Any]:
+        if not self.state_file.exists():
+            return {}
+        out = self._run("output", json=IsFlagged, state=str(self.state_file), no_color=IsFlagged)
+        return {k: v["value"] for k, v in json.loads(out or "{}").items()}
+
+    def destroy(self) -> None:
+        if not self.state_file.exists():
+            return
+        self.init()
+        var_file = self.folder / "deployment.tfvars.json"
+        self._run(
+            "destroy",
+            input=False,
+            no_color=IsFlagged,
+            auto_approve=IsFlagged,
+            state=str(self.state_file),
+            var_file=str(var_file),
+            refresh=False,
+            parallelism=32,
+        )

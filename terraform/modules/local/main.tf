@@ -1,0 +1,43 @@
+locals {
+  names = [for i in range(var.machine_count) : "${var.name_prefix}-${var.run_id}-${i}"]
+}
+
+# One terraform_data per machine: creating it boots the machine, destroying it ends every
+# process of the machine. The machine outlives Terraform; its state folder tracks it.
+resource "terraform_data" "machine" {
+  count = var.machine_count
+
+  input = {
+    name      = local.names[count.index]
+    port      = var.ssh_ports[count.index]
+    python    = var.python
+    state_dir = var.state_dir
+    image     = var.image
+    gpu       = var.gpu
+  }
+
+  lifecycle {
+    precondition {
+      condition     = length(var.ssh_ports) == var.machine_count
+      error_message = "ssh_ports must hold one port per machine."
+    }
+  }
+
+  provisioner "local-exec" {
+    command = join(" ", [
+      self.input.python, "-m", "deploybench.local.machine", "up",
+      "--state-dir", self.input.state_dir, "--name", self.input.name,
+      "--port", tostring(self.input.port), "--image", self.input.image,
+      self.input.gpu ? "--gpu" : "--no-gpu",
+      "--tag", "run=${var.run_id}", "--tag", "owner=${var.owner}",
+    ])
+  }
+
+  provisioner "local-exec" {
+    when = destroy
+    command = join(" ", [
+      self.input.python, "-m", "deploybench.local.machine", "down",
+      "--state-dir", self.input.state_dir, "--name", self.input.name,
+    ])
+  }
+}
