@@ -89,3 +89,7 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

@@ -90,7 +90,10 @@ RECIPES = {
 
 
 def images_dir() -> Path:
-    return state_home() / "images"
+    """Images are shared by every state folder on the host unless DEPLOYBENCH_IMAGE_CACHE
+    moves them, so tests with a private state folder do not rebuild them."""
+    default = Path("/var/lib/deploybench/images") if os.geteuid() == 0 else state_home() / "images"
+    return Path(os.environ.get("DEPLOYBENCH_IMAGE_CACHE", default))
 
 
 def recipe_for(name: str) -> Recipe:

@@ -1,0 +1,50 @@
+# DeployBench make targets. Every target installs what it needs first (host packages as root,
+# then a virtual environment in .venv with the package), so a fresh clone needs only `make`.
+VENV     ?= .venv
+PYTHON   ?= python3
+DB       := $(VENV)/bin/deploybench
+BACKEND  ?= local
+MACHINES ?= 1
+TASKS    ?=
+PYTEST_ARGS ?=
+
+.PHONY: install test lint demo provision destroy machines bench validate-references clean
+
+$(VENV)/.installed: pyproject.toml .ci/apt-packages.txt
+	scripts/install_host_deps.sh
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+test: install
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check deploybench tests scripts
+	$(VENV)/bin/ruff format --check deploybench tests scripts
+	terraform fmt -check -recursive terraform
+	$(VENV)/bin/ansible-lint
+
+demo: install
+	$(DB) run --backend local --demo --agents reference,nop,overclaim --parallel 2 --run-id demo
+
+provision: install
+	$(DB) provision --backend $(BACKEND) --machines $(MACHINES)
+
+machines: install
+	$(DB) machines
+
+destroy: install
+	$(DB) destroy
+
+validate-references: install
+	$(DB) validate-references $(if $(TASKS),--tasks $(TASKS),--demo)
+
+bench: install
+	$(VENV)/bin/python scripts/bench_local_machines.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,57 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DEPLOYBENCH = [sys.executable, "-m", "deploybench.cli"]
+
+
+def run_cli(*args, env=None, check=True, timeout=600, **kwargs):
+    """Run the real `deploybench` command in a subprocess, as a user would."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run(
+        [*DEPLOYBENCH, *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=kwargs.pop("cwd", REPO),
+        **kwargs,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"deploybench {' '.join(map(str, args))} exited {proc.returncode}\n"
+            f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        )
+    return proc
+
+
+@pytest.fixture(scope="session")
+def root_host():
+    """Local machines need root, mmdebstrap and unshare: say so plainly instead of skipping."""
+    missing = [t for t in ("mmdebstrap", "unshare", "terraform") if shutil.which(t) is None]
+    if os.geteuid() != 0 or missing:
+        pytest.fail(
+            f"this test needs root and {', '.join(missing) or 'nothing else'}: "
+            "run `make test` as root (it installs what is missing)"
+        )
+
+
+@pytest.fixture
+def state_home(tmp_path, monkeypatch):
+    """A private state folder per test; the image cache stays shared on the host."""
+    home = tmp_path / "state"
+    monkeypatch.setenv("DEPLOYBENCH_HOME", str(home))
+    yield home
+    if home.exists():
+        # Whatever a failed test left running is ended here, not leaked to the next test.
+        subprocess.run(
+            [*DEPLOYBENCH, "destroy", "--all"],
+            capture_output=True,
+            env={**os.environ, "DEPLOYBENCH_HOME": str(home)},
+            cwd=REPO,
+        )
