@@ -6,6 +6,7 @@ applied at once."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from typing import Any
 from python_terraform import IsFlagged, Terraform
 
 from deploybench.errors import DeployBenchError, InfraError
+from deploybench.paths import state_home
 
 # Machines of this workplace carry a filesystem mirror of the providers; with one present,
 # `terraform init -plugin-dir` uses it and never reaches a registry.
@@ -38,6 +40,10 @@ def plugin_dir() -> str | None:
     return next((d for d in _PLUGIN_DIR_CANDIDATES if Path(d).is_dir()), None)
 
 
+def plugin_cache_dir() -> Path:
+    return Path(os.environ.get("TF_PLUGIN_CACHE_DIR") or state_home() / "terraform-plugin-cache")
+
+
 class Deployment:
     """One Terraform root applied into one folder: state, data dir and logs live there."""
 
@@ -56,6 +62,9 @@ class Deployment:
         }
         if not Path(env.get("TF_CLI_CONFIG_FILE", "/")).is_file():
             env["TF_CLI_CONFIG_FILE"] = "/dev/null"
+        # A provider (the AWS one is 700 MB) is installed once into a shared cache and linked
+        # into each deployment's data dir, instead of copied for every attempt.
+        env.setdefault("TF_PLUGIN_CACHE_DIR", str(plugin_cache_dir()))
         # python-terraform builds the command line; we spawn it ourselves because its cmd()
         # reads os.environ, and parallel deployments each need their own TF_DATA_DIR.
         argv = tf.generate_cmd_string(cmd, *args, **kwargs)
@@ -89,7 +98,13 @@ class Deployment:
         pdir = plugin_dir()
         if pdir:
             kwargs["plugin_dir"] = pdir
-        self._run("init", **kwargs)
+        # Terraform's plugin cache is not safe for concurrent installs: parallel attempts take
+        # turns at init (a second or two each); apply and destroy still run in parallel.
+        cache = plugin_cache_dir()
+        cache.mkdir(parents=True, exist_ok=True)
+        with open(cache / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._run("init", **kwargs)
 
     def apply(self, variables: dict[str, Any]) -> dict[str, Any]:
         self.init()

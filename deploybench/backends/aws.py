@@ -1,0 +1,150 @@
+"""AWS: Canonical's Ubuntu 22.04 on m6i.4xlarge (CPU) or g6.4xlarge (one NVIDIA L4).
+
+Terraform (terraform/envs/aws) makes the machines; boto3 is used only to check that the
+standard credential chain resolves and to sweep what crashed runs left. Both follow the
+standard AWS_ENDPOINT_URL* variables, which is how the tests point them at a moto server."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_fixed
+
+from deploybench.backends.base import MachineRequest
+from deploybench.backends.cloud import CloudBackend, ensure_ssh_key, live_runs, operator_cidr
+from deploybench.backends.cloud import owner as owner_of
+from deploybench.errors import DeployBenchError
+
+# Instance types, overridable per controller; the defaults match the paper's machines.
+CPU_TYPE_ENV = "DEPLOYBENCH_AWS_CPU_TYPE"
+GPU_TYPE_ENV = "DEPLOYBENCH_AWS_GPU_TYPE"
+AMI_ENV = "DEPLOYBENCH_AWS_AMI"
+SPOT_ENV = "DEPLOYBENCH_AWS_SPOT"
+DEFAULT_CPU_TYPE = "m6i.4xlarge"
+DEFAULT_GPU_TYPE = "g6.4xlarge"
+_ALIVE_STATES = ["pending", "running", "stopping", "stopped"]
+
+
+def instance_type(gpu: bool) -> str:
+    if gpu:
+        return os.environ.get(GPU_TYPE_ENV) or DEFAULT_GPU_TYPE
+    return os.environ.get(CPU_TYPE_ENV) or DEFAULT_CPU_TYPE
+
+
+def _session():
+    import boto3  # imported here so `deploybench --help` never pays for it
+
+    return boto3.Session()
+
+
+def region() -> str:
+    return _session().region_name or "us-east-1"
+
+
+def _endpoint_overridden() -> bool:
+    return any(k.startswith("AWS_ENDPOINT_URL") for k in os.environ)
+
+
+class AwsBackend(CloudBackend):
+    name = "aws"
+    default_image = "ubuntu2204"
+
+    def sanity_check(self, request: MachineRequest | None = None) -> None:
+        super().sanity_check(request)
+        if _session().get_credentials() is None:
+            raise DeployBenchError(
+                "no AWS credentials found in the standard chain (environment, "
+                "~/.aws/credentials, SSO, instance role): configure one, e.g. `aws configure`"
+            )
+        if request is not None:
+            if (request.image or self.default_image) != "ubuntu2204":
+                raise DeployBenchError("the aws backend offers one image: ubuntu2204")
+            operator_cidr(_endpoint_overridden())
+
+    def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:
+        public_key, private_key = ensure_ssh_key(folder, f"deploybench-{request.run_id}")
+        tags = dict(request.tags)
+        task = tags.pop("task", None) or "none"
+        return {
+            "region": region(),
+            "run_id": request.run_id,
+            "name_prefix": request.name_prefix,
+            "machine_count": request.count,
+            "image": request.image or self.default_image,
+            "gpu": request.gpu,
+            "vcpus": request.vcpus,
+            "memory_gb": request.memory_gb,
+            "disk_gb": request.disk_gb,
+            "ssh_public_key": public_key,
+            "ssh_private_key_file": str(private_key.resolve()),
+            "owner": owner_of(request),
+            "tags": tags,
+            "task_id": task,
+            "operator_cidr": operator_cidr(_endpoint_overridden()),
+            "ami_id": os.environ.get(AMI_ENV) or None,
+            "instance_type_cpu": instance_type(False),
+            "instance_type_gpu": instance_type(True),
+            "spot": os.environ.get(SPOT_ENV, "") in ("1", "true", "yes"),
+        }
+
+    def sweep(self, dry_run: bool = False) -> list[str]:
+        return sweep_aws(owner_of(), live_runs(self.name), dry_run)
+
+
+def _is_dependency_violation(exc: BaseException) -> bool:
+    code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+    return code in ("DependencyViolation", "InvalidGroup.InUse")
+
+
+def sweep_aws(owner: str, live: set[str], dry_run: bool) -> list[str]:
+    """Terminate every instance tagged deploybench:owner=<owner> whose run is not live, then
+    delete the security groups and key pairs of those runs. Returns what was found."""
+    ec2 = _session().client("ec2")
+    owner_filter = {"Name": "tag:deploybench:owner", "Values": [owner]}
+    found: list[str] = []
+
+    leaked_ids = []
+    pages = ec2.get_paginator("describe_instances").paginate(
+        Filters=[owner_filter, {"Name": "instance-state-name", "Values": _ALIVE_STATES}]
+    )
+    for page in pages:
+        for res in page["Reservations"]:
+            for inst in res["Instances"]:
+                tags = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
+                if tags.get("deploybench:run") in live:
+                    continue
+                leaked_ids.append(inst["InstanceId"])
+                found.append(
+                    f"instance {inst['InstanceId']} {tags.get('Name', '?')} "
+                    f"(run {tags.get('deploybench:run', '?')}, {inst['State']['Name']})"
+                )
+    if leaked_ids and not dry_run:
+        ec2.terminate_instances(InstanceIds=leaked_ids)
+        ec2.get_waiter("instance_terminated").wait(
+            InstanceIds=leaked_ids, WaiterConfig={"Delay": 5, "MaxAttempts": 120}
+        )
+
+    # A group still attached to a terminating instance cannot go yet: retry for a while.
+    delete_group = retry(
+        retry=retry_if_exception(_is_dependency_violation),
+        stop=stop_after_delay(300),
+        wait=wait_fixed(5),
+        reraise=True,
+    )(ec2.delete_security_group)
+    for group in ec2.describe_security_groups(Filters=[owner_filter])["SecurityGroups"]:
+        tags = {t["Key"]: t["Value"] for t in group.get("Tags", [])}
+        if tags.get("deploybench:run") in live:
+            continue
+        found.append(f"security group {group['GroupId']} {group['GroupName']}")
+        if not dry_run:
+            delete_group(GroupId=group["GroupId"])
+    for pair in ec2.describe_key_pairs(Filters=[owner_filter])["KeyPairs"]:
+        tags = {t["Key"]: t["Value"] for t in pair.get("Tags", [])}
+        if tags.get("deploybench:run") in live:
+            continue
+        found.append(f"key pair {pair['KeyName']}")
+        if not dry_run:
+            ec2.delete_key_pair(KeyName=pair["KeyName"])
+    return found
