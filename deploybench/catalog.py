@@ -1,19 +1,221 @@
-"""The task catalog: tasks/<id>/task.yaml (contract 2)."""
+"""The task catalog: tasks/<id>/task.yaml (contract 2), checked against tasks/schema.json.
+
+`load_tasks` is what the rest of the project uses ({id: task dict}, every task valid);
+`validate_all` is what `deploybench tasks validate` prints: every problem, one line each."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
 
+from deploybench.errors import DeployBenchError
 from deploybench.paths import TASKS_DIR
+
+SCHEMA_FILE = "schema.json"
+
+
+@cache
+def _schema(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def schema(tasks_dir: Path = TASKS_DIR) -> dict[str, Any]:
+    """The JSON Schema of task.yaml (tasks/schema.json)."""
+    path = Path(tasks_dir) / SCHEMA_FILE
+    if not path.is_file():
+        raise DeployBenchError(f"task schema not found: {path}")
+    return _schema(path.resolve())
+
+
+def _display(path: Path, root: Path | None = None) -> str:
+    """tasks/x/task.yaml rather than an absolute path, where that reads well."""
+    if root is not None:
+        try:
+            return str(Path(path).resolve().relative_to(Path(root).resolve()))
+        except ValueError:
+            return str(path)
+    parts = Path(path).parts
+    return "/".join(parts[-3:]) if len(parts) >= 3 else str(path)
+
+
+def _field(error: jsonschema.ValidationError) -> str:
+    """The field an error is about; for a missing required field, that field's path."""
+    path = [str(p) for p in error.absolute_path]
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else ""
+        path.append(missing)
+    return "/".join(path) or "(top level)"
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "required":
+        return "required field is missing"
+    if error.validator == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed", "unknown field")
+    return error.message
+
+
+def schema_problems(data: Any, where: str, task_schema: dict[str, Any]) -> list[str]:
+    """One line per schema violation: '<where>: field <path>: <reason>'."""
+    validator = jsonschema.Draft202012Validator(
+        task_schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+    lines = []
+    for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
+        # An if/then or oneOf failure: report the specific inner reasons, not the wrapper.
+        leaves = _leaves(error)
+        for leaf in leaves:
+            line = f"{where}: field {_field(leaf)}: {_message(leaf)}"
+            if line not in lines:
+                lines.append(line)
+    return lines
+
+
+def _leaves(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+    if error.validator == "oneOf" and error.context:
+        # validated: null or an object; the object branch's reasons are the useful ones.
+        best = jsonschema.exceptions.best_match(error.context)
+        return [best] if best is not None else [error]
+    return [error]
+
+
+def read_task(path: Path) -> tuple[Any, list[str]]:
+    """Parse one task.yaml; (data, problems) where problems covers YAML errors only."""
+    where = _display(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        return None, [f"{where}: cannot read: {exc.strerror}"]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1})" if mark is not None else ""
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return None, [f"{where}: not valid YAML{at}: {reason}"]
+    if not isinstance(data, dict):
+        return None, [f"{where}: field (top level): must be a mapping, got {type(data).__name__}"]
+    return data, []
+
+
+def task_problems(path: Path, tasks_dir: Path | None = None, full: bool = True) -> list[str]:
+    """Every problem of one task.yaml: YAML, schema, folder name = id and, with `full`, that
+    its reference setup and verifier exist (and, for a demo task, its artifact, paper and the
+    commit the artifact stages to)."""
+    path = Path(path)
+    tasks_dir = Path(tasks_dir) if tasks_dir is not None else path.parent.parent
+    where = _display(path)
+    data, problems = read_task(path)
+    if data is None:
+        return problems
+    problems += schema_problems(data, where, schema(tasks_dir))
+    task_id = data.get("id")
+    if isinstance(task_id, str) and path.parent.name != task_id:
+        problems.append(
+            f"{where}: field id: {task_id!r} does not equal its folder name {path.parent.name!r}"
+        )
+    if not full or not isinstance(task_id, str):
+        return problems
+    root = tasks_dir.parent
+    for folder, what in (
+        (root / "reference_setups" / task_id, "reference setup"),
+        (root / "verifiers" / task_id, "verifier"),
+    ):
+        if not folder.is_dir():
+            problems.append(f"{where}: {what} missing: {_display(folder, root)}/ does not exist")
+    verify_sh = root / "verifiers" / task_id / "verify.sh"
+    if (root / "verifiers" / task_id).is_dir() and not verify_sh.is_file():
+        problems.append(f"{where}: verifier missing: {_display(verify_sh, root)} does not exist")
+    if data.get("demo") is True:
+        problems += _demo_problems(data, where, root)
+    return problems
+
+
+def _demo_problems(data: dict[str, Any], where: str, root: Path) -> list[str]:
+    from deploybench import staging  # git is needed only here
+
+    repo = data.get("repo") or {}
+    url = repo.get("url", "") if isinstance(repo, dict) else ""
+    if not isinstance(url, str) or not url.startswith(staging.DEMO_URL_PREFIX):
+        return [f"{where}: field repo/url: a demo task's repository must be demo:tasks/<id>/..."]
+    artifact = staging.demo_artifact_dir(url, root)
+    if not artifact.is_dir():
+        return [f"{where}: field repo/url: artifact folder {artifact} does not exist"]
+    problems = []
+    paper = data.get("paper") or {}
+    paper_url = paper.get("url", "") if isinstance(paper, dict) else ""
+    if isinstance(paper_url, str) and paper_url.startswith(staging.DEMO_URL_PREFIX):
+        if not staging.demo_artifact_dir(paper_url, root).is_file():
+            problems.append(f"{where}: field paper/url: {paper_url} does not exist")
+    commit = staging.demo_repo_commit(artifact)
+    if repo.get("commit") != commit:
+        problems.append(
+            f"{where}: field repo/commit: {repo.get('commit')!r} is not the commit the artifact "
+            f"stages to ({commit}); update task.yaml"
+        )
+    return problems
+
+
+def task_files(tasks_dir: Path = TASKS_DIR) -> list[Path]:
+    return sorted(Path(tasks_dir).glob("*/task.yaml"))
+
+
+def validate_all(
+    tasks_dir: Path = TASKS_DIR, paths: Iterable[Path | str] | None = None
+) -> list[str]:
+    """One line per problem over every task (or only `paths`: task.yaml files or task folders).
+    An empty list means the catalog is valid."""
+    tasks_dir = Path(tasks_dir)
+    files: list[Path] = []
+    problems: list[str] = []
+    for p in paths if paths is not None else task_files(tasks_dir):
+        p = Path(p)
+        if p.is_dir():
+            p = p / "task.yaml"
+        if not p.is_file():
+            problems.append(f"{p}: no such task.yaml")
+            continue
+        files.append(p)
+    ids: dict[str, Path] = {}
+    for path in files:
+        problems += task_problems(path, path.resolve().parent.parent)
+        data, _ = read_task(path)
+        task_id = data.get("id") if isinstance(data, dict) else None
+        if isinstance(task_id, str):
+            if task_id in ids and ids[task_id].resolve() != path.resolve():
+                problems.append(f"{_display(path)}: field id: {task_id!r} also in {ids[task_id]}")
+            ids.setdefault(task_id, path)
+    return problems
 
 
 def load_tasks(tasks_dir: Path = TASKS_DIR) -> dict[str, dict[str, Any]]:
-    """Every task.yaml under tasks_dir, by id."""
+    """Every task.yaml under tasks_dir, by id, each checked against the schema (and its folder
+    name); the first problem raises a one-line DeployBenchError."""
     tasks: dict[str, dict[str, Any]] = {}
-    for path in sorted(Path(tasks_dir).glob("*/task.yaml")):
-        data = yaml.safe_load(path.read_text())
+    for path in task_files(tasks_dir):
+        problems = task_problems(path, Path(tasks_dir), full=False)
+        if problems:
+            more = f" (and {len(problems) - 1} more; see: deploybench tasks validate)"
+            raise DeployBenchError(problems[0] + (more if len(problems) > 1 else ""))
+        data, _ = read_task(path)
         tasks[data["id"]] = data
     return tasks
+
+
+def get_task(task_id: str, tasks_dir: Path = TASKS_DIR) -> dict[str, Any]:
+    tasks = load_tasks(tasks_dir)
+    if task_id not in tasks:
+        known = ", ".join(sorted(tasks)) or "none"
+        raise DeployBenchError(f"unknown task {task_id!r} (known: {known})")
+    return tasks[task_id]
+
+
+def task_file(task_id: str, tasks_dir: Path = TASKS_DIR) -> Path:
+    path = Path(tasks_dir) / task_id / "task.yaml"
+    if not path.is_file():
+        raise DeployBenchError(f"unknown task {task_id!r}: {_display(path)} does not exist")
+    return path

@@ -1,0 +1,251 @@
+"""The hidden verifier's two layers and its verdict (contract 4).
+
+Layer 1 is global and runs on the controller over the logs fetched from the machine: the rules
+in verifiers/global/rules.yaml (data: pattern, category, explanation) never go to the machine.
+Layer 2 is per task: verifiers/<id>/verify.sh runs on the machine as root with WORKDIR and
+LOG_DIR set, re-runs the light experiment in the agent's final environment, writes its logs as
+$LOG_DIR/*.log and its checks as $LOG_DIR/checks.json ([{name, passed, detail}]) and exits 0
+when it ran to the end. A task passes only if both layers pass."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from deploybench import contracts
+from deploybench.errors import DeployBenchError
+from deploybench.paths import VERIFIERS_DIR
+
+RULES_FILE = VERIFIERS_DIR / "global" / "rules.yaml"
+CATEGORIES = ("dependency", "compilation", "runtime_crash", "oom")
+MAX_EVIDENCE = 10
+MAX_LINE = 300
+CHECKS_FILE = "checks.json"
+VERIFY_SCRIPT = "verify.sh"
+RUNBOOK_STATUS = re.compile(
+    r"^[\s#>*_`-]*status[*_`\s]*[:=][\s*_`]*(SUCCESS|PARTIAL|FAILED)\b", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    pattern: re.Pattern[str]
+    category: str
+    explanation: str
+
+
+def _rules_from(data: Any, where: str) -> list[Rule]:
+    if not isinstance(data, list) or not data:
+        raise DeployBenchError(f"{where}: must be a non-empty list of rules")
+    rules, seen = [], set()
+    for i, item in enumerate(data):
+        at = f"{where}: rule {i + 1}"
+        if not isinstance(item, dict):
+            raise DeployBenchError(f"{at}: must be a mapping")
+        missing = [k for k in ("id", "pattern", "category", "explanation") if not item.get(k)]
+        if missing:
+            raise DeployBenchError(f"{at}: field {missing[0]}: required field is missing")
+        if item["category"] not in CATEGORIES:
+            raise DeployBenchError(
+                f"{at} ({item['id']}): field category: {item['category']!r} is not one of "
+                f"{', '.join(CATEGORIES)}"
+            )
+        if item["id"] in seen:
+            raise DeployBenchError(f"{at}: field id: {item['id']!r} is used twice")
+        seen.add(item["id"])
+        try:
+            pattern = re.compile(item["pattern"])
+        except re.error as exc:
+            raise DeployBenchError(f"{at} ({item['id']}): field pattern: {exc}") from None
+        rules.append(Rule(item["id"], pattern, item["category"], item["explanation"]))
+    return rules
+
+
+@cache
+def _load(path: Path) -> tuple[Rule, ...]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise DeployBenchError(f"Layer 1 rules not readable: {path}: {exc.strerror}") from None
+    return tuple(_rules_from(data, str(path)))
+
+
+def load_rules(path: Path | str = RULES_FILE) -> list[Rule]:
+    """The Layer 1 rules, in priority order, checked (fields, category, regex)."""
+    return list(_load(Path(path).resolve()))
+
+
+def match_line(line: str, rules: Iterable[Rule]) -> Rule | None:
+    """The first rule matching this line, or None."""
+    for rule in rules:
+        if rule.pattern.search(line):
+            return rule
+    return None
+
+
+def layer1(
+    log_texts: Mapping[str, str] | Iterable[str], rules: list[Rule] | None = None
+) -> dict[str, Any]:
+    """Run the rules over the logs: {passed, category, evidence}.
+
+    log_texts: {log name: text} (evidence lines are then prefixed "name:lineno: ") or texts.
+    Each line is attributed to its first matching rule; the category is that of the highest
+    priority rule that matched anywhere; evidence is up to MAX_EVIDENCE matching lines in log
+    order (a rule's first hit always included)."""
+    rules = load_rules() if rules is None else rules
+    order = {rule.id: i for i, rule in enumerate(rules)}
+    if isinstance(log_texts, Mapping):
+        named = sorted(log_texts.items())
+    else:
+        named = [("", text) for text in log_texts]
+    hits: list[tuple[str, Rule]] = []
+    for name, text in named:
+        for lineno, line in enumerate(text.splitlines(), 1):
+            rule = match_line(line, rules)
+            if rule is not None:
+                shown = line.strip()[:MAX_LINE]
+                hits.append((f"{name}:{lineno}: {shown}" if name else shown, rule))
+    if not hits:
+        return {"passed": True, "category": None, "evidence": []}
+    top = min((rule for _, rule in hits), key=lambda r: order[r.id])
+    first_of_top = next(text for text, rule in hits if rule.id == top.id)
+    evidence = [first_of_top]
+    for text, _ in hits:
+        if len(evidence) >= MAX_EVIDENCE:
+            break
+        if text not in evidence:
+            evidence.append(text)
+    return {"passed": False, "category": top.category, "evidence": evidence}
+
+
+def explain(category: str | None, evidence: list[str], rules: list[Rule] | None = None) -> str:
+    """The explanation of the rule behind the first evidence line (for reports)."""
+    rules = load_rules() if rules is None else rules
+    for line in evidence:
+        rule = match_line(line.split(": ", 1)[-1], rules)
+        if rule is not None and rule.category == category:
+            return rule.explanation
+    return ""
+
+
+def read_logs(log_dir: Path | str) -> dict[str, str]:
+    """Every *.log under log_dir (recursively), by path relative to it."""
+    root = Path(log_dir)
+    return {
+        str(p.relative_to(root)): p.read_text(errors="replace")
+        for p in sorted(root.rglob("*.log"))
+        if p.is_file()
+    }
+
+
+def read_checks(log_dir: Path | str) -> list[dict[str, Any]] | None:
+    """$LOG_DIR/checks.json as a list of checks, or None when absent or malformed."""
+    path = Path(log_dir) / CHECKS_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, list):
+        return None
+    checks = []
+    for item in data:
+        if not isinstance(item, dict) or "name" not in item:
+            return None
+        checks.append(
+            {
+                "name": str(item["name"]),
+                "passed": item.get("passed") is True,
+                "detail": str(item.get("detail", "")),
+            }
+        )
+    return checks
+
+
+def build_verdict(
+    layer1_result: dict[str, Any], checks: list[dict[str, Any]] | None, seconds: float
+) -> dict[str, Any]:
+    """contract 4. Layer 2 passes only with at least one check and every check passed; no
+    checks (verify.sh crashed, timed out, or wrote no checks.json) is a Layer 2 failure."""
+    if checks is None:
+        checks = [
+            {
+                "name": "checks_written",
+                "passed": False,
+                "detail": "the verifier wrote no readable checks.json",
+            }
+        ]
+    layer2_passed = bool(checks) and all(c["passed"] is True for c in checks)
+    verdict = {
+        "passed": bool(layer1_result["passed"]) and layer2_passed,
+        "layer1": {
+            "passed": bool(layer1_result["passed"]),
+            "category": layer1_result.get("category"),
+            "evidence": list(layer1_result.get("evidence", [])),
+        },
+        "layer2": {"passed": layer2_passed, "checks": checks},
+        "seconds": round(float(seconds), 3),
+    }
+    contracts.check(contracts.VERDICT, verdict, "verdict.json")
+    return verdict
+
+
+def verdict_from_logs(
+    log_dir: Path | str, seconds: float, timed_out: bool = False, rules: list[Rule] | None = None
+) -> dict[str, Any]:
+    """The verdict of a fetched LOG_DIR: Layer 1 over its *.log, Layer 2 from checks.json.
+    A verifier that overran its budget gets a failing check `verifier_finished`."""
+    checks = read_checks(log_dir)
+    if timed_out:
+        checks = (checks or []) + [
+            {
+                "name": "verifier_finished",
+                "passed": False,
+                "detail": f"the verifier did not finish within its budget ({seconds:.0f}s)",
+            }
+        ]
+    return build_verdict(layer1(read_logs(log_dir), rules), checks, seconds)
+
+
+def failure_of(verdict: dict[str, Any] | None, timed_out: bool = False) -> tuple[int | None, str | None]:
+    """(failure_layer, failure_category) for results.jsonl (contract 3).
+
+    Passed: (None, None). Verifier overran its budget: (2, "verifier_timeout"). Layer 1
+    failed: (1, its category). Otherwise Layer 2 failed: (2, "task_check")."""
+    if timed_out:
+        return 2, "verifier_timeout"
+    if verdict is None:
+        return 2, "task_check"
+    if verdict.get("passed"):
+        return None, None
+    layer1_result = verdict.get("layer1") or {}
+    if not layer1_result.get("passed", True):
+        return 1, layer1_result.get("category") or "runtime_crash"
+    return 2, "task_check"
+
+
+def runbook_status(text: str | None) -> str | None:
+    """The status of RUNBOOK.MD: the first line like `STATUS: SUCCESS` (also `Status: partial`,
+    `**STATUS:** FAILED`, `## Status: SUCCESS`), upper-cased; None when there is none."""
+    if not text:
+        return None
+    for line in text.splitlines():
+        m = RUNBOOK_STATUS.match(line)
+        if m:
+            return m.group(1).upper()
+    return None
+
+
+def verifier_dir(task_id: str, verifiers_dir: Path = VERIFIERS_DIR) -> Path:
+    """verifiers/<task_id>/ (holding verify.sh and anything it needs), checked."""
+    folder = Path(verifiers_dir) / task_id
+    if not (folder / VERIFY_SCRIPT).is_file():
+        raise DeployBenchError(f"no Layer 2 verifier for {task_id}: {folder / VERIFY_SCRIPT}")
+    return folder
