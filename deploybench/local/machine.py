@@ -209,6 +209,25 @@ def down(state_dir: Path, name: str, keep: bool = False) -> None:
         shutil.rmtree(mdir, ignore_errors=True)
 
 
+def changed_files(state_dir: Path, name: str) -> list[str]:
+    """What was changed on the machine: its overlay's upper layer, less what the harness
+    itself wrote before boot. A deletion shows as a character device (overlayfs whiteout)."""
+    mdir = machines_dir(state_dir) / name
+    upper = mdir / "upper"
+    try:
+        baseline = set(json.loads((mdir / "baseline.json").read_text()))
+    except (FileNotFoundError, json.JSONDecodeError):
+        baseline = set()
+    rows = []
+    for path in sorted(upper.rglob("*")):
+        rel = str(path.relative_to(upper))
+        if rel in baseline or path.is_dir() and not path.is_symlink():
+            continue
+        kind = "deleted" if path.is_char_device() else "written"
+        rows.append(f"{kind}\t/{rel}")
+    return rows
+
+
 def stray_namespaces(state_dir: Path) -> list[int]:
     """Machine processes whose state was lost (a crash between boot and bookkeeping)."""
     marker = str(machines_dir(state_dir)) + "/"

@@ -1,0 +1,307 @@
+"""`deploybench run`: attempts of (task, agent), one fresh machine each, run through the
+run_task playbook, judged by the hidden verifier, recorded in results.jsonl.
+
+A bounded worker pool runs attempts in parallel. An infrastructure failure (the machine did
+not come up, SSH was lost, Terraform or a harness stage failed) is recorded in
+infra_errors.jsonl and retried; only the attempt's final outcome goes to results.jsonl, so
+every attempt appears there exactly once, also across --resume."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from deploybench import ansible, inventory, trajectories, verification
+from deploybench.agents import AgentSpec
+from deploybench.backends import Backend, MachineRequest
+from deploybench.errors import DeployBenchError, InfraError
+from deploybench.paths import PLAYBOOKS_DIR, state_home
+from deploybench.results import ResultsStore, append_jsonl
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class RunOptions:
+    run_dir: Path
+    backend: Backend
+    tasks: dict[str, dict[str, Any]]
+    agents: list[AgentSpec]
+    attempts: int = 1
+    parallel: int = 1
+    infra_retries: int = 2
+    image: str | None = None
+    agent_seconds: int | None = None  # overrides every task's budget (tests, smoke runs)
+    upload: str | None = None
+    on_attempt_dir: Any = None  # callback(attempt_dir) when an attempt's machine is up
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    task_id: str
+    agent: str
+    number: int
+
+    def folder(self, run_dir: Path) -> Path:
+        return run_dir / self.task_id / self.agent / str(self.number)
+
+
+class Runner:
+    def __init__(self, options: RunOptions):
+        self.o = options
+        self.run_id = options.run_dir.name
+        self.store = ResultsStore(options.run_dir)
+        self.cancelled = threading.Event()
+        self.agents = {a.name: a for a in options.agents}
+
+    # ---------- one attempt ----------
+    def _execute(self, attempt: Attempt, folder: Path) -> dict[str, Any]:
+        task = self.o.tasks[attempt.task_id]
+        agent = self.agents[attempt.agent]
+        machine_dir = folder / "machine"
+        request = MachineRequest(
+            run_id=f"a{secrets.token_hex(4)}",
+            image=self.o.image,
+            gpu=bool(task.get("gpu")),
+            disk_gb=max(8, int((task.get("machine") or {}).get("disk_gb", 100))),
+            tags={"run": self.run_id, "task": attempt.task_id, "agent": attempt.agent},
+        )
+        started_at = now()
+        events: list[dict[str, Any]] = []
+        try:
+            machines = self.o.backend.provision(request, machine_dir)
+            if self.o.on_attempt_dir:
+                self.o.on_attempt_dir(folder, machines)
+            extravars = {
+                "task_id": attempt.task_id,
+                "attempt_dir": str(folder.resolve()),
+                **agent.extravars(),
+            }
+            if self.o.agent_seconds:
+                extravars["agent_seconds"] = self.o.agent_seconds
+            result = ansible.run_playbook(
+                PLAYBOOKS_DIR / "run_task.yml",
+                inventory.as_data(machines),
+                extravars,
+                folder / "ansible",
+                on_event=events.append,
+                cancel=self.cancelled.is_set,
+            )
+            if self.o.backend.name == "local":
+                from deploybench.local.machine import changed_files
+
+                (folder / "state").mkdir(exist_ok=True)
+                (folder / "state" / "changed_files.txt").write_text(
+                    "".join(f"{row}\n" for row in changed_files(state_home(), next(iter(machines))))
+                )
+        finally:
+            self.o.backend.destroy(machine_dir)
+        if self.cancelled.is_set():
+            raise KeyboardInterrupt
+        if not result.ok or not (folder / "verdict.json").is_file():
+            raise InfraError(_infra_reason(result, events))
+        if agent.kind == "reference":
+            trajectories.write(
+                trajectories.from_ansible_events(events, attempt.task_id, None),
+                folder / "trajectory.jsonl",
+            )
+        elif agent.kind == "command" and agent.converter != "contract5":
+            native = folder / "trajectory.native.jsonl"
+            if (folder / "trajectory.jsonl").is_file():
+                shutil.move(folder / "trajectory.jsonl", native)
+            trajectories.convert(native, agent.converter, folder / "trajectory.jsonl")
+        return self._result_line(attempt, agent, folder, started_at)
+
+    def _result_line(self, attempt: Attempt, agent: AgentSpec, folder: Path, started_at: str):
+        stop = json.loads((folder / "stop.json").read_text())
+        verdict = json.loads((folder / "verdict.json").read_text())
+        verify = json.loads((folder / "verify.json").read_text())
+        events = (
+            trajectories.read_jsonl(folder / "trajectory.jsonl")
+            if (folder / "trajectory.jsonl").is_file()
+            else []
+        )
+        summary = trajectories.summary(events)
+        runbook = folder / "RUNBOOK.MD"
+        layer, category = verification.failure_of(verdict, timed_out=verify["timed_out"])
+        if stop["timed_out"]:
+            stop_type = "timeout"
+        elif agent.max_steps and summary["steps"] >= agent.max_steps and not summary["finished"]:
+            stop_type = "max_steps"
+        else:
+            stop_type = "self_stop"
+        return {
+            "run_id": self.run_id,
+            "task_id": attempt.task_id,
+            "agent": attempt.agent,
+            "model": agent.model,
+            "backend": self.o.backend.name,
+            "attempt": attempt.number,
+            "status": "completed",
+            "stop_type": stop_type,
+            "runbook_status": verification.runbook_status(
+                runbook.read_text(errors="replace") if runbook.is_file() else None
+            ),
+            "passed": bool(verdict["passed"]) and not verify["timed_out"],
+            "failure_layer": layer,
+            "failure_category": category,
+            "agent_seconds": stop["agent_seconds"],
+            "verify_seconds": verify["seconds"],
+            "steps": summary["steps"],
+            "tokens_in": summary["tokens_in"],
+            "tokens_out": summary["tokens_out"],
+            "cost_usd": summary["cost_usd"],
+            "started_at": started_at,
+            "finished_at": now(),
+        }
+
+    def run_attempt(self, attempt: Attempt) -> dict[str, Any]:
+        """Try an attempt until it completes or its infrastructure retries run out."""
+        folder = attempt.folder(self.o.run_dir)
+        for tries in range(1, self.o.infra_retries + 2):
+            if folder.exists():
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True)
+            started_at = now()
+            try:
+                row = self._execute(attempt, folder)
+                break
+            except (InfraError, DeployBenchError) as exc:
+                if self.cancelled.is_set():
+                    raise KeyboardInterrupt from exc
+                append_jsonl(
+                    self.o.run_dir / "infra_errors.jsonl",
+                    {
+                        "task_id": attempt.task_id,
+                        "agent": attempt.agent,
+                        "attempt": attempt.number,
+                        "try": tries,
+                        "reason": str(exc),
+                        "at": now(),
+                    },
+                )
+                kept = folder.with_name(f"{attempt.number}.infra-{tries}")
+                shutil.rmtree(kept, ignore_errors=True)
+                folder.rename(kept)
+                row = self._infra_line(attempt, started_at)
+        self.store.append(row)
+        if self.o.upload:
+            from deploybench import storage
+
+            storage.upload_attempt(folder, self.o.upload)
+        return row
+
+    def _infra_line(self, attempt: Attempt, started_at: str) -> dict[str, Any]:
+        agent = self.agents[attempt.agent]
+        return {
+            "run_id": self.run_id,
+            "task_id": attempt.task_id,
+            "agent": attempt.agent,
+            "model": agent.model,
+            "backend": self.o.backend.name,
+            "attempt": attempt.number,
+            "status": "infra_error",
+            "stop_type": None,
+            "runbook_status": None,
+            "passed": None,
+            "failure_layer": None,
+            "failure_category": None,
+            "agent_seconds": None,
+            "verify_seconds": None,
+            "steps": None,
+            "tokens_in": None,
+            "tokens_out": None,
+            "cost_usd": None,
+            "started_at": started_at,
+            "finished_at": now(),
+        }
+
+    # ---------- the whole run ----------
+    def planned(self) -> list[Attempt]:
+        return [
+            Attempt(task_id, agent.name, n)
+            for task_id in self.o.tasks
+            for agent in self.o.agents
+            for n in range(1, self.o.attempts + 1)
+        ]
+
+    def run(self) -> list[dict[str, Any]]:
+        done = self.store.finished()
+        todo = [a for a in self.planned() if (a.task_id, a.agent, a.number) not in done]
+        total = len(self.planned())
+        passed = sum(1 for r in self.store.load() if r.get("passed"))
+        columns = (
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("passed {task.fields[passed]}"),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns, transient=False) as progress:
+            bar = progress.add_task(
+                f"run {self.run_id}", total=total, completed=total - len(todo), passed=passed
+            )
+            pool = ThreadPoolExecutor(max_workers=max(1, self.o.parallel))
+            futures: dict[Future, Attempt] = {pool.submit(self.run_attempt, a): a for a in todo}
+            try:
+                pending = set(futures)
+                while pending:
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED, timeout=0.5)
+                    for future in finished:
+                        row = future.result()
+                        passed += bool(row.get("passed"))
+                        progress.update(bar, advance=1, passed=passed)
+            except BaseException:
+                # Ctrl-C or a harness bug: stop the playbooks, let every worker destroy its
+                # machine, then sweep whatever a killed Terraform left behind.
+                self.cancelled.set()
+                pool.shutdown(wait=True, cancel_futures=True)
+                self.cleanup()
+                raise
+            pool.shutdown(wait=True)
+        return self.store.load()
+
+    def cleanup(self) -> None:
+        for state in self.o.run_dir.glob("*/*/*/machine/terraform.tfstate"):
+            try:
+                self.o.backend.destroy(state.parent)
+            except DeployBenchError:
+                continue
+
+
+def _infra_reason(result: ansible.PlaybookResult, events: list[dict[str, Any]]) -> str:
+    for event in reversed(events):
+        if event.get("event") in ("runner_on_unreachable", "runner_on_failed"):
+            data = event.get("event_data") or {}
+            if data.get("ignore_errors"):
+                continue
+            msg = (data.get("res") or {}).get("msg") or ""
+            kind = "unreachable" if event["event"] == "runner_on_unreachable" else "failed"
+            return f"{kind} in {data.get('play', '?')!r}, task {data.get('task', '?')!r}: {msg}"[
+                :500
+            ]
+    errors = [
+        line.strip()
+        for event in events
+        for line in (event.get("stdout") or "").splitlines()
+        if "ERROR" in line or "fatal:" in line
+    ]
+    detail = f": {errors[-1][:300]}" if errors else ""
+    return f"playbook ended {result.status} (rc {result.rc}) without a verdict{detail}"
+
+
+def elapsed(start: float) -> float:
+    return round(time.monotonic() - start, 3)
