@@ -41,7 +41,14 @@ def plugin_dir() -> str | None:
 
 
 def plugin_cache_dir() -> Path:
-    return Path(os.environ.get("TF_PLUGIN_CACHE_DIR") or state_home() / "terraform-plugin-cache")
+    """Where Terraform keeps providers it links into each deployment's data dir. An unpacked
+    provider mirror has the cache's layout, so with one present it is the cache and init links
+    straight into it (a 700 MB AWS provider is never copied per attempt)."""
+    return Path(
+        os.environ.get("TF_PLUGIN_CACHE_DIR")
+        or plugin_dir()
+        or state_home() / "terraform-plugin-cache"
+    )
 
 
 class Deployment:
@@ -64,6 +71,7 @@ class Deployment:
             env["TF_CLI_CONFIG_FILE"] = "/dev/null"
         # A provider (the AWS one is 700 MB) is installed once into a shared cache and linked
         # into each deployment's data dir, instead of copied for every attempt.
+        Path(plugin_cache_dir()).mkdir(parents=True, exist_ok=True)
         env.setdefault("TF_PLUGIN_CACHE_DIR", str(plugin_cache_dir()))
         # python-terraform builds the command line; we spawn it ourselves because its cmd()
         # reads os.environ, and parallel deployments each need their own TF_DATA_DIR.
@@ -100,9 +108,8 @@ class Deployment:
             kwargs["plugin_dir"] = pdir
         # Terraform's plugin cache is not safe for concurrent installs: parallel attempts take
         # turns at init (a second or two each); apply and destroy still run in parallel.
-        cache = plugin_cache_dir()
-        cache.mkdir(parents=True, exist_ok=True)
-        with open(cache / ".lock", "w") as lock:
+        state_home().mkdir(parents=True, exist_ok=True)
+        with open(state_home() / "terraform-init.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             self._run("init", **kwargs)
 

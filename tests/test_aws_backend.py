@@ -1,0 +1,223 @@
+"""The aws backend for real: the Terraform binary and the AWS provider (from the machine's
+provider mirror) against a moto server on loopback, driven through the `deploybench` CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shutil
+from pathlib import Path
+
+import boto3
+import pytest
+
+from deploybench import contracts, storage
+from deploybench.backends import MachineRequest, get_backend
+from deploybench.terraform import plugin_dir
+from tests import moto_server
+from tests.conftest import run_cli
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        plugin_dir() is None, reason="needs the AWS provider mirror (/opt/tf-plugins)"
+    ),
+]
+
+OPERATOR = "203.0.113.7/32"
+CANONICAL = "099720109477"
+JAMMY = re.compile(r"^ubuntu/images/hvm-ssd/ubuntu-jammy-22\.04-amd64-server-")
+MACHINE_KEYS = {
+    "host", "port", "user", "private_key_file", "backend", "image",
+    "gpu_type", "gpu_count", "vcpus", "memory_gb",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory):
+    proc, url = moto_server.start(tmp_path_factory.mktemp("moto") / "moto.log")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def aws(moto, state_home, monkeypatch):
+    """Env for one test: moto endpoint, fake credentials, and an owner of its own so tests
+    sharing the server never see each other's machines."""
+    moto_server.set_env(monkeypatch, moto)
+    owner = f"test-{secrets.token_hex(4)}"
+    monkeypatch.setenv("DEPLOYBENCH_OWNER", owner)
+    monkeypatch.setenv("DEPLOYBENCH_OPERATOR_CIDR", OPERATOR)
+    return boto3.client("ec2"), owner
+
+
+def _instances(ec2, owner: str, states=("pending", "running")) -> list[dict]:
+    pages = ec2.get_paginator("describe_instances").paginate(
+        Filters=[
+            {"Name": "tag:deploybench:owner", "Values": [owner]},
+            {"Name": "instance-state-name", "Values": list(states)},
+        ]
+    )
+    return [i for p in pages for r in p["Reservations"] for i in r["Instances"]]
+
+
+def _tags(resource: dict) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in resource.get("Tags", [])}
+
+
+def _no_credentials_under(root: Path) -> None:
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            for secret in (moto_server.ACCESS_KEY, moto_server.SECRET_KEY):
+                assert secret.encode() not in data, f"{secret[:6]}... found in {path}"
+
+
+def test_provision_gpu_machines_list_and_destroy(aws, state_home):
+    ec2, owner = aws
+    proc = run_cli("provision", "--backend", "aws", "--machines", "2", "--gpu", "--json")
+    machines = json.loads(proc.stdout)
+    contracts.check(contracts.MACHINES, machines, "aws machines")
+    assert len(machines) == 2
+    for m in machines.values():
+        assert set(m) == MACHINE_KEYS
+        assert (m["backend"], m["user"], m["port"], m["image"]) == (
+            "aws",
+            "ubuntu",
+            22,
+            "ubuntu2204",
+        )
+        assert (m["gpu_type"], m["gpu_count"], m["vcpus"], m["memory_gb"]) == ("L4", 1, 16, 64)
+        assert Path(m["private_key_file"]).is_file()
+
+    instances = _instances(ec2, owner)
+    assert len(instances) == 2
+    (deployment,) = {_tags(i)["deploybench:run"] for i in instances}
+    for inst in instances:
+        assert inst["InstanceType"] == "g6.4xlarge"
+        image = ec2.describe_images(ImageIds=[inst["ImageId"]])["Images"][0]
+        assert image["OwnerId"] == CANONICAL and JAMMY.match(image["Name"]), image
+        # the newest Canonical jammy image, not the older one nor another owner's copy
+        assert inst["ImageId"] == "ami-0a1b2c3d4e5f60001"
+        tags = _tags(inst)
+        assert tags["deploybench:owner"] == owner
+        assert tags["deploybench:task"] == "none"
+        assert tags["Name"] in machines
+        assert inst["KeyName"] == f"db-{deployment}"
+        assert inst["PublicIpAddress"] in {m["host"] for m in machines.values()}
+
+    # One security group for the run: SSH (22/tcp) from the operator's address, nothing else.
+    group_ids = {g["GroupId"] for i in instances for g in i["SecurityGroups"]}
+    assert len(group_ids) == 1
+    group = ec2.describe_security_groups(GroupIds=list(group_ids))["SecurityGroups"][0]
+    assert _tags(group)["deploybench:run"] == deployment
+    (rule,) = group["IpPermissions"]
+    assert (rule["IpProtocol"], rule["FromPort"], rule["ToPort"]) == ("tcp", 22, 22)
+    assert [r["CidrIp"] for r in rule["IpRanges"]] == [OPERATOR]
+    assert not rule.get("Ipv6Ranges")
+
+    listed = json.loads(run_cli("machines", "--json").stdout)
+    assert set(listed) == set(machines)
+    for name, m in listed.items():
+        assert {k: m[k] for k in MACHINE_KEYS} == machines[name]
+    _no_credentials_under(state_home)
+
+    out = run_cli("destroy").stdout
+    assert f"destroyed deployment {deployment}" in out
+    assert _instances(ec2, owner) == []
+    gone = _instances(ec2, owner, states=("terminated",))
+    assert {i["InstanceId"] for i in gone} == {i["InstanceId"] for i in instances}
+    left = ec2.describe_security_groups(
+        Filters=[{"Name": "tag:deploybench:owner", "Values": [owner]}]
+    )["SecurityGroups"]
+    assert left == []
+    assert run_cli("machines").stdout.strip() == "no machines"
+
+
+def test_sweep_terminates_what_a_killed_run_left(aws, state_home):
+    ec2, owner = aws
+    killed = json.loads(run_cli("provision", "--backend", "aws", "--json").stdout)
+    live = json.loads(run_cli("provision", "--backend", "aws", "--json").stdout)
+    by_name = {_tags(i)["Name"]: i for i in _instances(ec2, owner)}
+    assert set(by_name) == set(killed) | set(live)
+    for inst in by_name.values():
+        assert inst["InstanceType"] == "m6i.4xlarge"
+
+    # The run dies and its deployment folder (with the Terraform state) is lost.
+    (killed_name,) = killed
+    killed_run = _tags(by_name[killed_name])["deploybench:run"]
+    shutil.rmtree(state_home / "deployments" / killed_run)
+
+    dry = run_cli("sweep", "--backend", "aws", "--dry-run").stdout
+    assert f"would destroy instance {by_name[killed_name]['InstanceId']}" in dry
+    assert f"db-{killed_run}-ssh" in dry and f"key pair db-{killed_run}" in dry
+    assert all(name not in dry for name in live)  # a live deployment is never swept
+    assert len(_instances(ec2, owner)) == 2  # dry run: nothing ended
+
+    out = run_cli("sweep", "--backend", "aws").stdout
+    assert f"destroyed instance {by_name[killed_name]['InstanceId']}" in out
+    remaining = _instances(ec2, owner)
+    assert [_tags(i)["Name"] for i in remaining] == list(live)
+    groups = ec2.describe_security_groups(
+        Filters=[{"Name": "tag:deploybench:run", "Values": [killed_run]}]
+    )["SecurityGroups"]
+    assert groups == []
+
+    assert "nothing left behind on aws" in run_cli("sweep", "--backend", "aws").stdout
+    run_cli("destroy")
+    assert _instances(ec2, owner) == []
+
+
+def test_attempt_folder_holds_no_credentials_after_provision_destroy_and_upload(
+    aws, tmp_path, monkeypatch
+):
+    """The run pipeline's path: state inside the attempt folder, destroy, upload the attempt.
+    No credential value may appear in the folder nor in what reached S3."""
+    ec2, owner = aws
+    attempt = tmp_path / "runs" / "r1" / "demo_task" / "nop" / "1"
+    folder = attempt / "machine"
+    backend = get_backend("aws")
+    request = MachineRequest(run_id="r1-demo-1", tags={"task": "demo_task"})
+    machines = backend.provision(request, folder)
+    (inst,) = _instances(ec2, owner)
+    assert _tags(inst)["deploybench:task"] == "demo_task"
+    assert _tags(inst)["deploybench:run"] == "r1-demo-1"
+    assert set(next(iter(machines.values()))) == MACHINE_KEYS
+    backend.destroy(folder)
+    assert _instances(ec2, owner) == []
+    (attempt / "results.json").write_text("{}")
+    assert (folder / "terraform.tfstate").is_file() and (folder / "terraform.log").is_file()
+    _no_credentials_under(attempt)
+
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="runs-bucket")
+    sent = storage.upload_attempt(attempt, "s3://runs-bucket/p")
+    assert "machine/terraform.tfstate" in sent.sent
+    assert not any(Path(f).name == "id_ed25519" for f in sent.sent)  # private key stays
+    assert not any(".terraform/" in f for f in sent.sent)
+    objects = s3.list_objects_v2(Bucket="runs-bucket", Prefix="p/r1/demo_task/nop/1/")
+    assert len(objects["Contents"]) == len(sent.sent)
+    for obj in objects["Contents"]:
+        body = s3.get_object(Bucket="runs-bucket", Key=obj["Key"])["Body"].read()
+        assert moto_server.SECRET_KEY.encode() not in body
+        assert moto_server.ACCESS_KEY.encode() not in body
+
+
+def test_provision_refuses_without_operator_address(aws, monkeypatch):
+    monkeypatch.delenv("DEPLOYBENCH_OPERATOR_CIDR")
+    proc = run_cli("provision", "--backend", "aws", check=False)
+    assert proc.returncode == 2
+    assert "DEPLOYBENCH_OPERATOR_CIDR" in proc.stderr
+    monkeypatch.setenv("DEPLOYBENCH_OPERATOR_CIDR", "0.0.0.0/0")
+    proc = run_cli("provision", "--backend", "aws", check=False)
+    assert proc.returncode == 2 and "whole internet" in proc.stderr
+
+
+def test_provision_refuses_without_credentials(aws, monkeypatch):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    proc = run_cli("provision", "--backend", "aws", check=False)
+    assert proc.returncode == 2
+    assert "no AWS credentials" in proc.stderr
