@@ -1,0 +1,149 @@
+"""The run pipeline for real on the local backend: agents, hidden verification, evidence,
+infrastructure failures and resuming."""
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from deploybench.local.machine import machines_dir
+from tests.conftest import DEPLOYBENCH, REPO, run_cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.privileged]
+
+TASK = "legacycalc_demo24"
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch, state_home):
+    folder = tmp_path / "runs"
+    monkeypatch.setenv("DEPLOYBENCH_RUNS", str(folder))
+    return folder
+
+
+def results(run_dir: Path) -> list[dict]:
+    path = run_dir / "results.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def machine_processes(state_home: Path) -> list[str]:
+    out = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(state_home) in line]
+
+
+def test_nop_and_overclaim_fail_and_the_agents_leftovers_are_gone(root_host, runs, state_home):
+    run_cli("run", "--agent", "nop,overclaim", "--tasks", TASK, "--parallel", "2",
+            "--run-id", "controls")
+    rows = {r["agent"]: r for r in results(runs / "controls")}
+    assert set(rows) == {"nop", "overclaim"}
+    for row in rows.values():
+        assert row["status"] == "completed" and row["passed"] is False
+        assert row["failure_layer"] in (1, 2) and row["failure_category"]
+        assert row["stop_type"] == "self_stop"
+    assert rows["nop"]["runbook_status"] is None
+    assert rows["overclaim"]["runbook_status"] == "SUCCESS"
+
+    attempt = runs / "controls" / TASK / "overclaim" / "1"
+    trajectory = [json.loads(x) for x in (attempt / "trajectory.jsonl").read_text().splitlines()]
+    assert any("sleep 7777" in (e.get("command") or "") for e in trajectory)
+    # The background sleep was running after the agent returned, and is gone before verify.
+    assert json.loads((attempt / "stop.json").read_text())["killed_processes"] >= 1
+    assert "sleep 7777" not in (attempt / "verifier/processes_before_verify.txt").read_text()
+    verdict = json.loads((attempt / "verdict.json").read_text())
+    assert verdict["passed"] is False and verdict["layer2"]["checks"]
+    for name in ("git_status.txt", "git_diff.patch", "dpkg.txt", "changed_files.txt"):
+        assert (attempt / "state" / name).is_file(), name
+    assert "RUNBOOK.MD" in (attempt / "state/git_status.txt").read_text()
+    assert not machine_processes(state_home), "a machine outlived its attempt"
+
+
+def test_nothing_hidden_is_on_the_machine_while_the_agent_runs(root_host, runs, tmp_path):
+    # A command agent that searches the whole machine for the verifier, the reference setups,
+    # the Layer-1 rules and the controller's folders, and prints what it found.
+    probe = (
+        "found=$(sudo find / -xdev \\( -name verify.sh -o -name rules.yaml -o -name "
+        f"'reference_setups' -o -path '*verifiers*' -o -path '{REPO}' -o -path '{runs}' \\) "
+        "-print 2>/dev/null | head -20); "
+        "echo PROBE-BEGIN; echo \"$found\"; echo PROBE-END; "
+        f"for p in {REPO} {runs} {REPO}/verifiers; do test -e $p && echo REACHABLE $p; done; true"
+    )
+    config = tmp_path / "agents.yaml"
+    config.write_text(json.dumps({"probe": {"command": probe}}))
+    run_cli("run", "--agent", "probe", "--agent-config", config, "--tasks", TASK,
+            "--run-id", "probe")
+    log = (runs / "probe" / TASK / "probe" / "1" / "agent.log").read_text()
+    assert "PROBE-BEGIN" in log and "PROBE-END" in log
+    found = log.split("PROBE-BEGIN", 1)[1].split("PROBE-END", 1)[0].strip()
+    assert found == "", f"hidden files visible to the agent:\n{found}"
+    assert "REACHABLE" not in log
+    (row,) = results(runs / "probe")
+    assert row["status"] == "completed" and row["passed"] is False
+
+
+def test_a_machine_that_dies_is_an_infra_error_retried_once(root_host, runs, tmp_path,
+                                                            state_home):
+    config = tmp_path / "agents.yaml"
+    config.write_text(json.dumps({"sleeper": {"command": "sleep 12"}}))
+    killed = []
+
+    def kill_first_machine():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            for info_file in machines_dir(state_home).glob("*/machine.json"):
+                time.sleep(6)  # let the agent start, then pull the plug
+                info = json.loads(info_file.read_text())
+                os.kill(info["init_pid"], signal.SIGKILL)
+                killed.append(info["name"])
+                return
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=kill_first_machine)
+    watcher.start()
+    run_cli("run", "--agent", "sleeper", "--agent-config", config, "--tasks", TASK,
+            "--run-id", "dies")
+    watcher.join()
+    assert killed
+    rows = results(runs / "dies")
+    assert len(rows) == 1 and rows[0]["status"] == "completed"
+    infra = (runs / "dies" / "infra_errors.jsonl").read_text().splitlines()
+    assert len(infra) == 1 and json.loads(infra[0])["try"] == 1
+    assert not machine_processes(state_home)
+
+
+def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(root_host, runs,
+                                                                     state_home):
+    args = ["run", "--agent", "nop,overclaim", "--tasks", TASK, "--attempts", "2",
+            "--run-id", "resumable"]
+    proc = subprocess.Popen([*DEPLOYBENCH, *args], cwd=REPO, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run_dir = runs / "resumable"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(results(run_dir)) < 1:
+        time.sleep(0.5)
+    assert results(run_dir), "no attempt finished in time"
+    time.sleep(2)  # the next attempt is now mid-flight
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=120)
+    assert proc.returncode != 0
+    assert not machine_processes(state_home), "Ctrl-C left a machine behind"
+    before = len(results(run_dir))
+    assert before < 4
+
+    run_cli(*args, "--resume")
+    rows = results(run_dir)
+    keys = [(r["task_id"], r["agent"], r["attempt"]) for r in rows]
+    assert len(keys) == 4 and len(set(keys)) == 4
+    assert not machine_processes(state_home)
+
+
+def test_bad_run_input_is_one_line(runs):
+    proc = run_cli("run", "--agent", "nop", "--tasks", "no_such_task", check=False)
+    assert proc.returncode != 0 and "unknown task(s): no_such_task" in proc.stderr
+    proc = run_cli("run", "--agent", "gpt", "--tasks", TASK, check=False)
+    assert "unknown agent 'gpt'" in proc.stderr
+    assert not runs.exists() or not any(runs.iterdir())
