@@ -41,14 +41,10 @@ def plugin_dir() -> str | None:
 
 
 def plugin_cache_dir() -> Path:
-    """Where Terraform keeps providers it links into each deployment's data dir. An unpacked
-    provider mirror has the cache's layout, so with one present it is the cache and init links
-    straight into it (a 700 MB AWS provider is never copied per attempt)."""
-    return Path(
-        os.environ.get("TF_PLUGIN_CACHE_DIR")
-        or plugin_dir()
-        or state_home() / "terraform-plugin-cache"
-    )
+    """Where Terraform keeps the providers it links into each deployment's data dir. (A
+    provider mirror cannot serve as the cache itself: with no lock file yet, init refuses to
+    install a provider directory onto itself.)"""
+    return Path(os.environ.get("TF_PLUGIN_CACHE_DIR") or state_home() / "terraform-plugin-cache")
 
 
 class Deployment:

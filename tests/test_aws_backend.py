@@ -42,11 +42,18 @@ def moto(tmp_path_factory):
     proc.wait(timeout=10)
 
 
+@pytest.fixture(scope="module")
+def plugin_cache(tmp_path_factory):
+    """One provider cache for the module's tests (each has its own DEPLOYBENCH_HOME)."""
+    return tmp_path_factory.mktemp("tf-plugin-cache")
+
+
 @pytest.fixture
-def aws(moto, state_home, monkeypatch):
+def aws(moto, plugin_cache, state_home, monkeypatch):
     """Env for one test: moto endpoint, fake credentials, and an owner of its own so tests
     sharing the server never see each other's machines."""
     moto_server.set_env(monkeypatch, moto)
+    monkeypatch.setenv("TF_PLUGIN_CACHE_DIR", str(plugin_cache))
     owner = f"test-{secrets.token_hex(4)}"
     monkeypatch.setenv("DEPLOYBENCH_OWNER", owner)
     monkeypatch.setenv("DEPLOYBENCH_OPERATOR_CIDR", OPERATOR)

@@ -1,0 +1,83 @@
+"""The cost estimate shown before a cloud run, and its confirmation."""
+
+from __future__ import annotations
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from deploybench import costs
+from deploybench.errors import DeployBenchError
+
+
+def test_price_table_names_source_and_date_of_every_price():
+    prices = costs.load_prices()
+    types = {(p.backend, p.machine_type, p.gpu) for p in prices}
+    assert {
+        ("aws", "m6i.4xlarge", False),
+        ("aws", "g6.4xlarge", True),
+        ("gcp", "n2-standard-16", False),
+        ("gcp", "g2-standard-16", True),
+    } <= types
+    for p in prices:
+        assert p.usd_per_hour > 0
+        assert p.source.startswith("https://") and p.as_of[:4].isdigit()
+
+
+def test_estimate_is_machines_times_budget_times_price():
+    attempts = [("a_cpu", False, 45)] * 3 + [("b_gpu", True, 105)] * 2
+    est = costs.estimate(attempts, "aws", overhead_minutes=15)
+    assert est.machines == 5
+    cpu, gpu = est.rows
+    assert (cpu.task_id, cpu.machine_type, cpu.attempts, cpu.hours_each) == (
+        "a_cpu", "m6i.4xlarge", 3, 1.0,
+    )  # fmt: skip
+    assert (gpu.machine_type, gpu.attempts, gpu.hours_each) == ("g6.4xlarge", 2, 2.0)
+    assert cpu.usd == pytest.approx(3 * 0.768)
+    assert gpu.usd == pytest.approx(2 * 2 * 1.3232)
+    assert est.total_usd == pytest.approx(round(3 * 0.768 + 4 * 1.3232, 2))
+    assert est.machine_hours == 7.0
+    text = costs.format_estimate(est)
+    assert "at most $7.60" in text and "as of" in text and "g6.4xlarge" in text
+
+
+def test_gcp_uses_the_papers_machine_types():
+    est = costs.estimate(
+        [costs.Attempt("x", False, 60), {"task_id": "y", "gpu": True, "budget_minutes": 60}],
+        "gcp",
+        overhead_minutes=0,
+    )
+    assert [r.machine_type for r in est.rows] == ["n2-standard-16", "g2-standard-16"]
+
+
+def test_instance_type_override_without_a_price_is_refused(monkeypatch):
+    monkeypatch.setenv("DEPLOYBENCH_AWS_GPU_TYPE", "g6.12xlarge")
+    with pytest.raises(DeployBenchError, match="no price for aws g6.12xlarge"):
+        costs.estimate([("t", True, 30)], "aws")
+
+
+def _confirm_command(yes: bool):
+    @click.command()
+    def cmd():
+        est = costs.estimate_and_confirm([("t", False, 45)], "aws", yes=yes)
+        click.echo(f"went ahead: {est.total_usd}")
+
+    return cmd
+
+
+def test_confirmation_asks_and_yes_skips():
+    runner = CliRunner()
+    declined = runner.invoke(_confirm_command(False), input="n\n")
+    assert declined.exit_code == 1 and "went ahead" not in declined.output
+    assert "Start 1 aws machines for at most $0.77?" in declined.output
+    accepted = runner.invoke(_confirm_command(False), input="y\n")
+    assert accepted.exit_code == 0 and "went ahead: 0.77" in accepted.output
+    skipped = runner.invoke(_confirm_command(True))
+    assert skipped.exit_code == 0 and "Start" not in skipped.output
+    assert "Cost estimate (aws" in skipped.output
+    # No terminal to answer on: nothing starts.
+    assert runner.invoke(_confirm_command(False), input="").exit_code == 1
+
+
+def test_local_backend_costs_nothing_and_asks_nothing():
+    assert costs.estimate_and_confirm([("t", True, 60)], "local") is None
