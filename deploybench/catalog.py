@@ -79,9 +79,10 @@ def schema_problems(data: Any, where: str, task_schema: dict[str, Any]) -> list[
 
 def _leaves(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
     if error.validator == "oneOf" and error.context:
-        # validated: null or an object; the object branch's reasons are the useful ones.
-        best = jsonschema.exceptions.best_match(error.context)
-        return [best] if best is not None else [error]
+        # validated: null or an object. For an object, the object branch's own reasons are the
+        # useful ones; for anything else, "not valid under any of the given schemas" is.
+        deep = [e for e in error.context if not (e.validator == "type" and not e.path)]
+        return deep or [error]
     return [error]
 
 
@@ -148,9 +149,12 @@ def _demo_problems(data: dict[str, Any], where: str, root: Path) -> list[str]:
     problems = []
     paper = data.get("paper") or {}
     paper_url = paper.get("url", "") if isinstance(paper, dict) else ""
-    if isinstance(paper_url, str) and paper_url.startswith(staging.DEMO_URL_PREFIX):
-        if not staging.demo_artifact_dir(paper_url, root).is_file():
-            problems.append(f"{where}: field paper/url: {paper_url} does not exist")
+    if (
+        isinstance(paper_url, str)
+        and paper_url.startswith(staging.DEMO_URL_PREFIX)
+        and not staging.demo_artifact_dir(paper_url, root).is_file()
+    ):
+        problems.append(f"{where}: field paper/url: {paper_url} does not exist")
     commit = staging.demo_repo_commit(artifact)
     if repo.get("commit") != commit:
         problems.append(

@@ -214,7 +214,9 @@ def verdict_from_logs(
     return build_verdict(layer1(read_logs(log_dir), rules), checks, seconds)
 
 
-def failure_of(verdict: dict[str, Any] | None, timed_out: bool = False) -> tuple[int | None, str | None]:
+def failure_of(
+    verdict: dict[str, Any] | None, timed_out: bool = False
+) -> tuple[int | None, str | None]:
     """(failure_layer, failure_category) for results.jsonl (contract 3).
 
     Passed: (None, None). Verifier overran its budget: (2, "verifier_timeout"). Layer 1

@@ -20,7 +20,9 @@ def _yes(value: object) -> str:
 
 
 @tasks.command("list")
-@click.option("--demo/--catalog", "demo", default=None, help="Only demo tasks / only catalog tasks.")
+@click.option(
+    "--demo/--catalog", "demo", default=None, help="Only demo tasks / only catalog tasks."
+)
 def list_tasks(demo: bool | None) -> None:
     """Print a table of the tasks: id, domain, difficulty, gpu, demo, validated."""
     table = Table("id", "domain", "difficulty", "gpu", "demo", "validated")

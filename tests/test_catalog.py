@@ -1,0 +1,278 @@
+"""The task model: tasks/schema.json, catalog.load_tasks / validate_all, `deploybench tasks`."""
+
+import copy
+import json
+import shutil
+
+import jsonschema
+import pytest
+import yaml
+
+from deploybench import catalog
+from deploybench.errors import DeployBenchError
+from deploybench.paths import TASKS_DIR
+from tests.conftest import run_cli
+
+GOOD = {
+    "id": "adalora_iclr23",
+    "title": "Adaptive Budget Allocation for Parameter-Efficient Fine-Tuning",
+    "venue": "ICLR",
+    "year": 2023,
+    "domain": "ai_ml",
+    "difficulty": "medium",
+    "gpu": True,
+    "qemu": False,
+    "legacy": False,
+    "languages": ["Python"],
+    "repo": {"url": "https://github.com/QingruZhang/AdaLoRA", "commit": "a" * 40},
+    "paper": {"url": "https://arxiv.org/abs/2303.10512"},
+    "agent_minutes": 30,
+    "verify_minutes": 10,
+    "machine": {"vcpus": 16, "memory_gb": 64, "disk_gb": 200, "gpu_count": 1},
+    "designated_experiment": "run_glue.py on CoLA for 30 steps",
+    "validated": None,
+}
+REQUIRED = catalog.schema()["required"]
+
+# For every required field: a value of the wrong type (or out of its range).
+WRONG = {
+    "id": ("AdaLoRA-ICLR23", "does not match"),
+    "title": (42, "is not of type 'string'"),
+    "venue": (["ICLR"], "is not of type 'string'"),
+    "year": ("2023", "is not of type 'integer'"),
+    "domain": ("ml", "is not one of"),
+    "difficulty": ("trivial", "is not one of"),
+    "gpu": ("yes", "is not of type 'boolean'"),
+    "qemu": (0, "is not of type 'boolean'"),
+    "legacy": ("no", "is not of type 'boolean'"),
+    "languages": ("Python", "is not of type 'array'"),
+    "repo": ("https://github.com/x/y", "is not of type 'object'"),
+    "paper": ("https://arxiv.org", "is not of type 'object'"),
+    "agent_minutes": (90, "is greater than the maximum of 60"),
+    "verify_minutes": ("10", "is not of type 'integer'"),
+    "machine": ([16, 64], "is not of type 'object'"),
+    "designated_experiment": (None, "is not of type 'string'"),
+    "validated": ("yesterday", "is not valid under any of the given schemas"),
+}
+
+
+def make_tree(tmp_path, tasks=(GOOD,), with_setups=True):
+    """A checkout-like tree: tasks/ (schema, task.yaml), reference_setups/, verifiers/."""
+    tasks_dir = tmp_path / "tasks"
+    tasks_dir.mkdir()
+    shutil.copy(TASKS_DIR / "schema.json", tasks_dir / "schema.json")
+    for task in tasks:
+        folder = tasks_dir / task["id"]
+        folder.mkdir()
+        (folder / "task.yaml").write_text(yaml.safe_dump(task, sort_keys=False))
+        if with_setups:
+            (tmp_path / "reference_setups" / task["id"]).mkdir(parents=True)
+            (tmp_path / "verifiers" / task["id"]).mkdir(parents=True)
+            (tmp_path / "verifiers" / task["id"] / "verify.sh").write_text("#!/bin/bash\n")
+    return tasks_dir
+
+
+def write(tasks_dir, task_id, data):
+    (tasks_dir / task_id / "task.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_schema_is_valid_2020_12():
+    schema = catalog.schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_good_task_is_valid(tmp_path):
+    tasks_dir = make_tree(tmp_path)
+    assert catalog.validate_all(tasks_dir) == []
+    assert list(catalog.load_tasks(tasks_dir)) == ["adalora_iclr23"]
+
+
+def test_every_required_field_is_tested():
+    assert set(WRONG) == set(REQUIRED)
+
+
+@pytest.mark.parametrize("field", sorted(GOOD))
+def test_missing_required_field_is_named(tmp_path, field):
+    tasks_dir = make_tree(tmp_path)
+    data = copy.deepcopy(GOOD)
+    del data[field]
+    write(tasks_dir, "adalora_iclr23", data)
+    problems = catalog.validate_all(tasks_dir)
+    assert f"tasks/adalora_iclr23/task.yaml: field {field}: required field is missing" in problems
+    with pytest.raises(DeployBenchError, match=f"task.yaml: field {field}: required"):
+        catalog.load_tasks(tasks_dir)
+
+
+@pytest.mark.parametrize("field", sorted(WRONG))
+def test_wrong_type_is_named_with_reason(tmp_path, field):
+    tasks_dir = make_tree(tmp_path)
+    value, reason = WRONG[field]
+    data = copy.deepcopy(GOOD)
+    data[field] = value
+    write(tasks_dir, "adalora_iclr23", data)
+    problems = catalog.validate_all(tasks_dir)
+    lines = [p for p in problems if f": field {field}" in p]
+    assert lines, problems
+    assert lines[0].startswith("tasks/adalora_iclr23/task.yaml: field ")
+    assert reason in lines[0], lines
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expect"),
+    [
+        (("repo", "commit"), "abc", "field repo/commit: 'abc' does not match"),
+        (("repo", "url"), None, "field repo/url: None is not of type 'string'"),
+        (("paper", "url"), 3, "field paper/url: 3 is not of type 'string'"),
+        (("machine", "vcpus"), 0, "field machine/vcpus: 0 is less than the minimum of 1"),
+        (("machine", "gpu_count"), "1", "field machine/gpu_count: '1' is not of type"),
+        (("machine", "disk_gb"), None, "field machine/disk_gb: None is not of type 'number'"),
+    ],
+)
+def test_nested_fields(tmp_path, path, value, expect):
+    tasks_dir = make_tree(tmp_path)
+    data = copy.deepcopy(GOOD)
+    data[path[0]][path[1]] = value
+    write(tasks_dir, "adalora_iclr23", data)
+    assert any(expect in p for p in catalog.validate_all(tasks_dir)), catalog.validate_all(
+        tasks_dir
+    )
+
+
+@pytest.mark.parametrize("field", ["url", "commit"])
+def test_missing_nested_required(tmp_path, field):
+    tasks_dir = make_tree(tmp_path)
+    data = copy.deepcopy(GOOD)
+    del data["repo"][field]
+    write(tasks_dir, "adalora_iclr23", data)
+    assert (
+        f"tasks/adalora_iclr23/task.yaml: field repo/{field}: required field is missing"
+        in catalog.validate_all(tasks_dir)
+    )
+
+
+def test_agent_minutes_range_depends_on_demo(tmp_path):
+    tasks_dir = make_tree(tmp_path)
+    data = copy.deepcopy(GOOD)
+    data["agent_minutes"] = 5
+    write(tasks_dir, "adalora_iclr23", data)
+    assert any(
+        "field agent_minutes: 5 is less than the minimum of 10" in p
+        for p in catalog.validate_all(tasks_dir)
+    )
+    data["demo"] = True
+    problems = catalog.schema_problems(data, "x", catalog.schema(tasks_dir))
+    assert problems == []
+
+
+def test_gpu_task_needs_a_gpu(tmp_path):
+    data = copy.deepcopy(GOOD)
+    data["machine"]["gpu_count"] = 0
+    problems = catalog.schema_problems(data, "x", catalog.schema())
+    assert problems == ["x: field machine/gpu_count: 0 is less than the minimum of 1"]
+
+
+def test_validated_record(tmp_path):
+    data = copy.deepcopy(GOOD)
+    data["validated"] = {
+        "at": "2026-11-29T07:40:00Z",
+        "backend": "local",
+        "image": "debian12",
+        "run_id": "r1",
+    }
+    assert catalog.schema_problems(data, "x", catalog.schema()) == []
+    data["validated"]["at"] = "last tuesday"
+    assert any(
+        "field validated/at" in p for p in catalog.schema_problems(data, "x", catalog.schema())
+    )
+
+
+def test_unknown_field_and_optional_fields(tmp_path):
+    data = copy.deepcopy(GOOD)
+    data.update(demo=False, entry_points=["python train.py"], max_steps=100)
+    assert catalog.schema_problems(data, "x", catalog.schema()) == []
+    data["agent_minute"] = 30
+    assert catalog.schema_problems(data, "x", catalog.schema()) == [
+        "x: field (top level): unknown field ('agent_minute' was unexpected)"
+    ]
+    data = copy.deepcopy(GOOD)
+    data["entry_points"] = "python train.py"
+    assert any(
+        "field entry_points" in p for p in catalog.schema_problems(data, "x", catalog.schema())
+    )
+
+
+def test_folder_name_must_equal_id(tmp_path):
+    tasks_dir = make_tree(tmp_path)
+    (tasks_dir / "adalora_iclr23").rename(tasks_dir / "adalora_iclr22")
+    problems = catalog.validate_all(tasks_dir)
+    assert any("field id: 'adalora_iclr23' does not equal its folder name" in p for p in problems)
+    with pytest.raises(DeployBenchError, match="folder name"):
+        catalog.load_tasks(tasks_dir)
+
+
+def test_reference_setup_and_verifier_must_exist(tmp_path):
+    tasks_dir = make_tree(tmp_path, with_setups=False)
+    problems = catalog.validate_all(tasks_dir)
+    assert problems == [
+        "tasks/adalora_iclr23/task.yaml: reference setup missing: "
+        "reference_setups/adalora_iclr23/ does not exist",
+        "tasks/adalora_iclr23/task.yaml: verifier missing: "
+        "verifiers/adalora_iclr23/ does not exist",
+    ]
+    # load_tasks only checks the data: the analysis can read tasks still being written.
+    assert "adalora_iclr23" in catalog.load_tasks(tasks_dir)
+
+
+def test_bad_yaml_is_one_line(tmp_path):
+    tasks_dir = make_tree(tmp_path)
+    (tasks_dir / "adalora_iclr23" / "task.yaml").write_text("id: [unclosed\n")
+    problems = catalog.validate_all(tasks_dir)
+    assert len(problems) == 1 and problems[0].startswith(
+        "tasks/adalora_iclr23/task.yaml: not valid YAML (line"
+    )
+    (tasks_dir / "adalora_iclr23" / "task.yaml").write_text("- a list\n")
+    assert catalog.validate_all(tasks_dir) == [
+        "tasks/adalora_iclr23/task.yaml: field (top level): must be a mapping, got list"
+    ]
+
+
+def test_shipped_catalog_is_valid():
+    assert catalog.validate_all() == []
+    tasks = catalog.load_tasks()
+    demos = [t for t in tasks.values() if t.get("demo")]
+    assert len(demos) >= 3
+
+
+def test_cli_list_show_validate(tmp_path):
+    listed = run_cli("tasks", "list").stdout
+    for task_id in ("legacycalc_demo24", "tinytrain_demo24", "kvservice_demo24"):
+        assert task_id in listed
+    for column in ("domain", "difficulty", "gpu", "demo", "validated"):
+        assert column in listed
+    shown = run_cli("tasks", "show", "tinytrain_demo24").stdout
+    assert yaml.safe_load(shown)["id"] == "tinytrain_demo24"
+    missing = run_cli("tasks", "show", "nope_x1", check=False)
+    assert missing.returncode != 0 and "unknown task 'nope_x1'" in missing.stderr
+    assert "task(s) valid" in run_cli("tasks", "validate").stdout
+
+
+def test_cli_validate_reports_each_problem(tmp_path):
+    tasks_dir = make_tree(tmp_path)
+    data = copy.deepcopy(GOOD)
+    del data["title"]
+    data["repo"]["commit"] = "abc"
+    write(tasks_dir, "adalora_iclr23", data)
+    proc = run_cli("tasks", "validate", tasks_dir / "adalora_iclr23" / "task.yaml", check=False)
+    assert proc.returncode != 0
+    lines = proc.stdout.splitlines()
+    assert "tasks/adalora_iclr23/task.yaml: field title: required field is missing" in lines
+    assert any(
+        line.startswith("tasks/adalora_iclr23/task.yaml: field repo/commit: 'abc' does not match")
+        for line in lines
+    )
+    assert "2 problem(s)" in proc.stderr
+
+
+def test_schema_file_is_json():
+    json.loads((TASKS_DIR / "schema.json").read_text())
