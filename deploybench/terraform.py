@@ -80,7 +80,17 @@ class Deployment:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        out_b, err_b = proc.communicate()
+        try:
+            out_b, err_b = proc.communicate()
+        except BaseException:
+            # Ctrl-C reaches Terraform too: it finishes what it is creating and writes the
+            # state. Wait for that, so the caller's destroy sees every machine (and holds no
+            # state lock against a still-running apply), then let the interrupt go on.
+            out_b, err_b = proc.communicate()
+            with open(self.folder / "terraform.log", "a") as log:
+                log.write(f"$ terraform {cmd} (interrupted)\n{out_b.decode(errors='replace')}")
+                log.write(err_b.decode(errors="replace") + "\n")
+            raise
         out, err = out_b.decode(errors="replace"), err_b.decode(errors="replace")
         with open(self.folder / "terraform.log", "a") as log:
             log.write(f"$ terraform {cmd}\n{out}{err}\n")

@@ -4,9 +4,13 @@ provider mirror) against a moto server on loopback, driven through the `deploybe
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 import shutil
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import boto3
@@ -16,7 +20,7 @@ from deploybench import contracts, storage
 from deploybench.backends import MachineRequest, get_backend
 from deploybench.terraform import plugin_dir
 from tests import moto_server
-from tests.conftest import run_cli
+from tests.conftest import DEPLOYBENCH, REPO, run_cli
 
 pytestmark = [
     pytest.mark.slow,
@@ -228,3 +232,31 @@ def test_provision_refuses_without_credentials(aws, monkeypatch):
     proc = run_cli("provision", "--backend", "aws", check=False)
     assert proc.returncode == 2
     assert "no AWS credentials" in proc.stderr
+
+
+def test_ctrl_c_during_provision_leaves_nothing(aws, state_home):
+    """Ctrl-C (SIGINT to the whole foreground group, as a terminal sends it) while Terraform
+    is creating instances: the command must end with nothing left running."""
+    ec2, owner = aws
+    proc = subprocess.Popen(
+        [*DEPLOYBENCH, "provision", "--backend", "aws", "--machines", "2"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while not _instances(ec2, owner) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    assert _instances(ec2, owner), "no instance appeared"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode != 0
+    assert _instances(ec2, owner, states=("pending", "running", "stopping", "stopped")) == []
+    groups = ec2.describe_security_groups(
+        Filters=[{"Name": "tag:deploybench:owner", "Values": [owner]}]
+    )["SecurityGroups"]
+    assert groups == [], err
+    assert not any((state_home / "deployments").glob("*"))
