@@ -29,7 +29,7 @@ lint: install
 	$(VENV)/bin/ansible-lint
 
 demo: install
-	$(DB) run --backend local --demo --agents reference,nop,overclaim --parallel 2 --run-id demo
+	$(DB) run --backend local --demo --agents reference,nop,overclaim --parallel 2 --run-id demo-$(shell date +%Y%m%d-%H%M%S)
 
 provision: install
 	$(DB) provision --backend $(BACKEND) --machines $(MACHINES)

@@ -175,9 +175,10 @@ class Runner:
             if folder.exists():
                 shutil.rmtree(folder)
             folder.mkdir(parents=True)
-            started_at = now()
+            started_at, clock = now(), time.monotonic()
             try:
                 row = self._execute(attempt, folder)
+                (folder / "timing.json").write_text(json.dumps({"wall_seconds": elapsed(clock)}))
                 break
             except (InfraError, DeployBenchError) as exc:
                 if self.cancelled.is_set():

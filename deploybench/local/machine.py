@@ -79,6 +79,22 @@ def _port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _trust_host_cas(upper: Path) -> None:
+    """Machines share the host's network, so they trust the CAs the host added for it (an
+    egress proxy's, a company's): the host's extra certificates and its merged bundle."""
+    extra = sorted(Path("/usr/local/share/ca-certificates").glob("*.crt"))
+    bundle = Path("/etc/ssl/certs/ca-certificates.crt")
+    if not extra or os.environ.get("DEPLOYBENCH_LOCAL_HOST_CAS", "1") == "0":
+        return
+    dest = upper / "usr/local/share/ca-certificates"
+    dest.mkdir(parents=True, exist_ok=True)
+    for cert in extra:
+        shutil.copy(cert, dest / cert.name)
+    if bundle.is_file():
+        (upper / "etc/ssl/certs").mkdir(parents=True, exist_ok=True)
+        shutil.copy(bundle, upper / "etc/ssl/certs/ca-certificates.crt")
+
+
 def _prepare_upper(mdir: Path, name: str) -> None:
     """Files every machine gets before boot: its keys, name and DNS settings."""
     upper = mdir / "upper"
@@ -116,6 +132,7 @@ def _prepare_upper(mdir: Path, name: str) -> None:
     )
     resolv = Path("/etc/resolv.conf")
     (upper / "etc/resolv.conf").write_text(resolv.read_text() if resolv.exists() else "")
+    _trust_host_cas(upper)
     # Kept so the evidence of what the agent changed can leave out what the harness wrote.
     baseline = sorted(str(p.relative_to(upper)) for p in upper.rglob("*"))
     (mdir / "baseline.json").write_text(json.dumps(baseline))
