@@ -2,7 +2,7 @@
 attempt's wall time minus the agent's and the verifier's time (provisioning, staging, state
 collection, fetching, verdict, destroy). Runs the real pipeline; prints the median.
 
-Usage (as root): python scripts/bench_harness_overhead.py [--attempts 5] [--task legacycalc_demo24]"""
+Usage (as root): python scripts/bench_harness_overhead.py [--attempts 5] [--task ID]"""
 
 import argparse
 import json

@@ -6,11 +6,26 @@ from deploybench.errors import DeployBenchError
 from deploybench.results import ResultsStore
 
 ROW = {
-    "run_id": "r", "task_id": "a_b", "agent": "nop", "model": None, "backend": "local",
-    "attempt": 1, "status": "completed", "stop_type": "self_stop", "runbook_status": None,
-    "passed": False, "failure_layer": 2, "failure_category": "task_check",
-    "agent_seconds": 1.0, "verify_seconds": 2.0, "steps": 1, "tokens_in": None,
-    "tokens_out": None, "cost_usd": None, "started_at": "t0", "finished_at": "t1",
+    "run_id": "r",
+    "task_id": "a_b",
+    "agent": "nop",
+    "model": None,
+    "backend": "local",
+    "attempt": 1,
+    "status": "completed",
+    "stop_type": "self_stop",
+    "runbook_status": None,
+    "passed": False,
+    "failure_layer": 2,
+    "failure_category": "task_check",
+    "agent_seconds": 1.0,
+    "verify_seconds": 2.0,
+    "steps": 1,
+    "tokens_in": None,
+    "tokens_out": None,
+    "cost_usd": None,
+    "started_at": "t0",
+    "finished_at": "t1",
 }
 
 

@@ -37,8 +37,17 @@ def machine_processes(state_home: Path) -> list[str]:
 
 
 def test_nop_and_overclaim_fail_and_the_agents_leftovers_are_gone(root_host, runs, state_home):
-    run_cli("run", "--agent", "nop,overclaim", "--tasks", TASK, "--parallel", "2",
-            "--run-id", "controls")
+    run_cli(
+        "run",
+        "--agent",
+        "nop,overclaim",
+        "--tasks",
+        TASK,
+        "--parallel",
+        "2",
+        "--run-id",
+        "controls",
+    )
     rows = {r["agent"]: r for r in results(runs / "controls")}
     assert set(rows) == {"nop", "overclaim"}
     for row in rows.values():
@@ -69,13 +78,14 @@ def test_nothing_hidden_is_on_the_machine_while_the_agent_runs(root_host, runs, 
         "found=$(sudo find / -xdev \\( -name verify.sh -o -name rules.yaml -o -name "
         f"'reference_setups' -o -path '*verifiers*' -o -path '{REPO}' -o -path '{runs}' \\) "
         "-print 2>/dev/null | head -20); "
-        "echo PROBE-BEGIN; echo \"$found\"; echo PROBE-END; "
+        'echo PROBE-BEGIN; echo "$found"; echo PROBE-END; '
         f"for p in {REPO} {runs} {REPO}/verifiers; do test -e $p && echo REACHABLE $p; done; true"
     )
     config = tmp_path / "agents.yaml"
     config.write_text(json.dumps({"probe": {"command": probe}}))
-    run_cli("run", "--agent", "probe", "--agent-config", config, "--tasks", TASK,
-            "--run-id", "probe")
+    run_cli(
+        "run", "--agent", "probe", "--agent-config", config, "--tasks", TASK, "--run-id", "probe"
+    )
     log = (runs / "probe" / TASK / "probe" / "1" / "agent.log").read_text()
     assert "PROBE-BEGIN" in log and "PROBE-END" in log
     found = log.split("PROBE-BEGIN", 1)[1].split("PROBE-END", 1)[0].strip()
@@ -85,8 +95,7 @@ def test_nothing_hidden_is_on_the_machine_while_the_agent_runs(root_host, runs, 
     assert row["status"] == "completed" and row["passed"] is False
 
 
-def test_a_machine_that_dies_is_an_infra_error_retried_once(root_host, runs, tmp_path,
-                                                            state_home):
+def test_a_machine_that_dies_is_an_infra_error_retried_once(root_host, runs, tmp_path, state_home):
     config = tmp_path / "agents.yaml"
     config.write_text(json.dumps({"sleeper": {"command": "sleep 12"}}))
     killed = []
@@ -104,8 +113,9 @@ def test_a_machine_that_dies_is_an_infra_error_retried_once(root_host, runs, tmp
 
     watcher = threading.Thread(target=kill_first_machine)
     watcher.start()
-    run_cli("run", "--agent", "sleeper", "--agent-config", config, "--tasks", TASK,
-            "--run-id", "dies")
+    run_cli(
+        "run", "--agent", "sleeper", "--agent-config", config, "--tasks", TASK, "--run-id", "dies"
+    )
     watcher.join()
     assert killed
     rows = results(runs / "dies")
@@ -115,12 +125,26 @@ def test_a_machine_that_dies_is_an_infra_error_retried_once(root_host, runs, tmp
     assert not machine_processes(state_home)
 
 
-def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(root_host, runs,
-                                                                     state_home):
-    args = ["run", "--agent", "nop,overclaim", "--tasks", TASK, "--attempts", "2",
-            "--run-id", "resumable"]
-    proc = subprocess.Popen([*DEPLOYBENCH, *args], cwd=REPO, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(root_host, runs, state_home):
+    args = [
+        "run",
+        "--agent",
+        "nop,overclaim",
+        "--tasks",
+        TASK,
+        "--attempts",
+        "2",
+        "--run-id",
+        "resumable",
+    ]
+    proc = subprocess.Popen(
+        [*DEPLOYBENCH, *args],
+        cwd=REPO,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     run_dir = runs / "resumable"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and len(results(run_dir)) < 1:
