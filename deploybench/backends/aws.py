@@ -92,22 +92,31 @@ class AwsBackend(CloudBackend):
     def sweep(self, dry_run: bool = False) -> list[str]:
         return sweep_aws(owner_of(), live_runs(self.name), dry_run)
 
+    def sweep_run(self, owner: str, run_id: str) -> list[str]:
+        return sweep_aws(owner, set(), dry_run=False, run_id=run_id)
+
 
 def _is_dependency_violation(exc: BaseException) -> bool:
     code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
     return code in ("DependencyViolation", "InvalidGroup.InUse")
 
 
-def sweep_aws(owner: str, live: set[str], dry_run: bool) -> list[str]:
-    """Terminate every instance tagged deploybench:owner=<owner> whose run is not live, then
-    delete the security groups and key pairs of those runs. Returns what was found."""
+def sweep_aws(owner: str, live: set[str], dry_run: bool, run_id: str | None = None) -> list[str]:
+    """Terminate every instance tagged deploybench:owner=<owner> (and deploybench:run=<run_id>
+    when given) whose run is not live, then delete the security groups and key pairs of those
+    runs. Returns what was found."""
     ec2 = _session().client("ec2")
     owner_filter = {"Name": "tag:deploybench:owner", "Values": [owner]}
+    run_filters = [{"Name": "tag:deploybench:run", "Values": [run_id]}] if run_id else []
     found: list[str] = []
 
     leaked_ids = []
     pages = ec2.get_paginator("describe_instances").paginate(
-        Filters=[owner_filter, {"Name": "instance-state-name", "Values": _ALIVE_STATES}]
+        Filters=[
+            owner_filter,
+            *run_filters,
+            {"Name": "instance-state-name", "Values": _ALIVE_STATES},
+        ]
     )
     for page in pages:
         for res in page["Reservations"]:
@@ -133,14 +142,15 @@ def sweep_aws(owner: str, live: set[str], dry_run: bool) -> list[str]:
         wait=wait_fixed(5),
         reraise=True,
     )(ec2.delete_security_group)
-    for group in ec2.describe_security_groups(Filters=[owner_filter])["SecurityGroups"]:
+    groups = ec2.describe_security_groups(Filters=[owner_filter, *run_filters])["SecurityGroups"]
+    for group in groups:
         tags = {t["Key"]: t["Value"] for t in group.get("Tags", [])}
         if tags.get("deploybench:run") in live:
             continue
         found.append(f"security group {group['GroupId']} {group['GroupName']}")
         if not dry_run:
             delete_group(GroupId=group["GroupId"])
-    for pair in ec2.describe_key_pairs(Filters=[owner_filter])["KeyPairs"]:
+    for pair in ec2.describe_key_pairs(Filters=[owner_filter, *run_filters])["KeyPairs"]:
         tags = {t["Key"]: t["Value"] for t in pair.get("Tags", [])}
         if tags.get("deploybench:run") in live:
             continue

@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 from deploybench.backends.base import Backend, MachineRequest
-from deploybench.errors import DeployBenchError
+from deploybench.errors import DeployBenchError, InfraError
 from deploybench.paths import state_home
 from deploybench.terraform import terraform_binary
 
@@ -127,8 +127,21 @@ class CloudBackend(Backend):
 
     def destroy(self, folder: Path) -> None:
         super().destroy(folder)
-        record = folder / "deployment.json"
-        if record.is_file():
-            run_id = json.loads(record.read_text()).get("request", {}).get("run_id")
-            if run_id:
-                unregister(self.name, run_id)
+        tfvars = folder / "deployment.tfvars.json"
+        if tfvars.is_file():
+            variables = json.loads(tfvars.read_text())
+            # Terraform cannot destroy what it never heard of: an instance whose create call
+            # was cut short by Ctrl-C exists but is not in the state. Its tags still name the
+            # run, so end whatever is left of this run by tag.
+            try:
+                self.sweep_run(variables["owner"], variables["run_id"])
+            except Exception as exc:
+                raise InfraError(
+                    f"could not check for leftovers of run {variables['run_id']}: {exc}; "
+                    f"run `deploybench sweep --backend {self.name}` once the cloud answers"
+                ) from exc
+            unregister(self.name, variables["run_id"])
+
+    def sweep_run(self, owner: str, run_id: str) -> list[str]:
+        """Destroy what is left of one run, found by its tags. Nothing by default."""
+        return []

@@ -113,10 +113,16 @@ class GcpBackend(CloudBackend):
     def sweep(self, dry_run: bool = False) -> list[str]:
         return sweep_gcp(project(), owner_of(), live_runs(self.name), dry_run)
 
+    def sweep_run(self, owner: str, run_id: str) -> list[str]:
+        return sweep_gcp(project(), owner, set(), dry_run=False, run_id=run_id)
 
-def sweep_gcp(project_id: str, owner: str, live: set[str], dry_run: bool) -> list[str]:
-    """Delete every instance labelled deploybench-owner=<owner> whose run is not live, in any
-    zone, then the firewall rules of those runs. Not exercised here (no GCP emulator)."""
+
+def sweep_gcp(
+    project_id: str, owner: str, live: set[str], dry_run: bool, run_id: str | None = None
+) -> list[str]:
+    """Delete every instance labelled deploybench-owner=<owner> (and deploybench-run=<run_id>
+    when given) whose run is not live, in any zone, then the firewall rules of those runs.
+    Not exercised here (no GCP emulator)."""
     try:
         from google.cloud import compute_v1
     except ImportError as exc:
@@ -126,9 +132,10 @@ def sweep_gcp(project_id: str, owner: str, live: set[str], dry_run: bool) -> lis
     owner_label = label_value(owner)
     found: list[str] = []
     instances = compute_v1.InstancesClient()
-    request = compute_v1.AggregatedListInstancesRequest(
-        project=project_id, filter=f'labels.deploybench-owner = "{owner_label}"'
-    )
+    flt = f'labels.deploybench-owner = "{owner_label}"'
+    if run_id:
+        flt += f' AND labels.deploybench-run = "{run_id}"'
+    request = compute_v1.AggregatedListInstancesRequest(project=project_id, filter=flt)
     leaked_runs = set()
     operations = []
     for zone_path, scoped in instances.aggregated_list(request=request):
@@ -145,6 +152,8 @@ def sweep_gcp(project_id: str, owner: str, live: set[str], dry_run: bool) -> lis
                 )
     for op in operations:
         op.result(timeout=600)
+    if run_id:
+        leaked_runs.add(run_id)  # its firewall rule may outlive an instance never made
     firewalls = compute_v1.FirewallsClient()
     for rule in firewalls.list(project=project_id):
         # Firewall rules carry no labels: they are named <prefix>-<run>-ssh.
