@@ -260,3 +260,32 @@ def test_ctrl_c_during_provision_leaves_nothing(aws, state_home):
     )["SecurityGroups"]
     assert groups == [], err
     assert not any((state_home / "deployments").glob("*"))
+
+
+def test_attempts_apply_and_destroy_in_parallel(aws, tmp_path):
+    """The run pipeline's fan-out: one deployment per attempt, each with its own state in its
+    attempt folder, applied and destroyed at the same time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ec2, owner = aws
+    backend = get_backend("aws")
+    folders = {f"r2-a{i}": tmp_path / "runs" / "r2" / f"t{i}" / "nop" / "1" for i in range(3)}
+    with ThreadPoolExecutor(3) as pool:
+        made = list(
+            pool.map(
+                lambda item: backend.provision(
+                    MachineRequest(run_id=item[0], gpu=item[0].endswith("0")), item[1]
+                ),
+                folders.items(),
+            )
+        )
+    assert [len(m) for m in made] == [1, 1, 1]
+    instances = _instances(ec2, owner)
+    assert sorted(_tags(i)["deploybench:run"] for i in instances) == sorted(folders)
+    types = {_tags(i)["deploybench:run"]: i["InstanceType"] for i in instances}
+    assert types == {"r2-a0": "g6.4xlarge", "r2-a1": "m6i.4xlarge", "r2-a2": "m6i.4xlarge"}
+    for folder in folders.values():
+        assert (folder / "terraform.tfstate").is_file()
+    with ThreadPoolExecutor(3) as pool:
+        list(pool.map(backend.destroy, folders.values()))
+    assert _instances(ec2, owner) == []
