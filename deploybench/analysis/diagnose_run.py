@@ -1,0 +1,88 @@
+"""`deploybench diagnose`: a diagnosis.json beside every failed attempt and a Table 9 summary."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from deploybench.analysis import diagnose, render
+from deploybench.analysis.load import attempt_dir, read_results, read_trajectory, read_verdict
+from deploybench.catalog import load_tasks
+from deploybench.errors import DeployBenchError
+from deploybench.paths import TASKS_DIR
+
+
+@dataclass
+class DiagnoseResult:
+    count: int
+    source: str
+    markdown: Path
+    csv: Path
+
+
+def diagnose_run(
+    run_dir: Path,
+    catalog_dir: Path | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    out: Path | None = None,
+) -> DiagnoseResult:
+    if bool(model) != bool(base_url):
+        raise DeployBenchError("--model and --llm-base-url go together (or neither, for rules)")
+    run_dir = Path(run_dir)
+    catalog_dir = Path(catalog_dir) if catalog_dir else TASKS_DIR
+    catalog = load_tasks(catalog_dir) if catalog_dir.is_dir() else {}
+    reference_root = catalog_dir.parent / "reference_setups"
+    rows, count = [], 0
+    for result in read_results(run_dir):
+        if result["status"] != "completed":
+            continue
+        passed = bool(result["passed"])
+        row = {"task_id": result["task_id"], "passed": passed, "patterns": []}
+        if not passed:
+            folder = attempt_dir(run_dir, result)
+            verdict_path = folder / "verdict.json"
+            verdict = read_verdict(verdict_path) if verdict_path.is_file() else None
+            if model:
+                trajectory = folder / "trajectory.jsonl"
+                events = read_trajectory(trajectory) if trajectory.is_file() else []
+                commands = [e for e in events if e["kind"] == "command"]
+                prompt = diagnose.render_prompt(
+                    result,
+                    verdict,
+                    folder,
+                    catalog.get(result["task_id"]),
+                    reference_root / result["task_id"],
+                    commands,
+                )
+                found = diagnose.diagnose_with_model(prompt, model, base_url)
+                (folder / "diagnosis_prompt.md").write_text(prompt)
+            else:
+                found = diagnose.diagnose_by_rules(result, verdict, folder)
+            record = {
+                "task_id": result["task_id"],
+                "agent": result["agent"],
+                "model": result["model"],
+                "attempt": result["attempt"],
+                **found,
+            }
+            (folder / diagnose.DIAGNOSIS).write_text(json.dumps(record, indent=2) + "\n")
+            row["patterns"] = found["patterns"]
+            count += 1
+        rows.append(row)
+    out = Path(out) if out else run_dir / "diagnosis"
+    out.mkdir(parents=True, exist_ok=True)
+    frame = pd.DataFrame(diagnose.table9(rows)).set_index("group").T
+    frame.columns.name = None
+    csv = out / "table9_failure_patterns.csv"
+    frame.to_csv(csv, index_label="")
+    md = out / "table9_failure_patterns.md"
+    md.write_text(
+        "# Failure patterns by task group (paper Table 9)\n\n"
+        + render.markdown(frame.map(render.fmt))
+        + "\n"
+    )
+    return DiagnoseResult(count, f"model {model}" if model else "rules", md, csv)

@@ -1,0 +1,158 @@
+"""pandas frames the tables are computed from: one row per attempt, per event, per
+sub-command and per failed command. Rules run once per distinct command string."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from deploybench.analysis import completion, recovery
+from deploybench.analysis.diagnose import diagnose_by_rules
+from deploybench.analysis.load import Runs
+from deploybench.analysis.phases import classify
+from deploybench.analysis.shell_split import split_subcommands
+
+DOMAINS = {"ai_ml": "AI/ML", "scientific": "Scientific", "systems": "Systems"}
+
+
+@dataclass
+class Frames:
+    attempts: pd.DataFrame  # completed attempts only, index = row in Runs.results
+    events: pd.DataFrame  # events of those attempts, column "a" = attempt index
+    subs: pd.DataFrame  # one row per sub-command: a, sub, phase
+    failures: pd.DataFrame  # one row per failed command: a, rule, recovery (label)
+    labels: list[str]
+    notes: list[str]
+
+
+def label_of(agent: str, model: str | None) -> str:
+    return agent if not model else f"{agent} / {model}"
+
+
+def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:
+    notes = list(runs.notes)
+    att = pd.DataFrame(runs.results)
+    if att.empty:
+        att = pd.DataFrame(columns=["task_id", "agent", "model", "status", "attempt", "passed"])
+    att["label"] = [label_of(a, m) for a, m in zip(att["agent"], att["model"], strict=True)]
+    att = att[att["status"] == "completed"].copy()
+    att["passed"] = att["passed"].fillna(False).astype(bool)
+    att["outcome"] = np.where(att["passed"], "success", "failed")
+    unknown = sorted(set(att["task_id"]) - set(catalog))
+    if unknown:
+        notes.append(
+            f"{len(unknown)} task(s) not in the catalog (domain, difficulty and age unknown): "
+            + ", ".join(unknown[:5])
+            + (" ..." if len(unknown) > 5 else "")
+        )
+
+    def meta(key: str, mapping=None):
+        def get(task_id: str):
+            task = catalog.get(task_id)
+            if task is None:
+                return "unknown"
+            value = task.get(key)
+            return mapping.get(value, value) if mapping else value
+
+        return att["task_id"].map(get)
+
+    att["domain"] = meta("domain", DOMAINS)
+    att["difficulty"] = meta("difficulty")
+    att["age"] = meta("legacy").map({True: "legacy", False: "recent"}).fillna("unknown")
+    for col in ("steps", "tokens_in", "tokens_out", "agent_seconds", "cost_usd"):
+        att[col] = pd.to_numeric(att[col], errors="coerce")
+    att["tokens_total"] = att["tokens_in"] + att["tokens_out"]
+
+    events = pd.DataFrame(runs.events)
+    events = events[events["a"].isin(att.index)].reset_index(drop=True)
+    commands = events[events["kind"] == "command"]
+    subs = _subcommands(commands)
+    failures = _recovery(events)
+    att["completion"] = _completion(att, commands, runs, catalog)
+    att["patterns"] = _patterns(att, runs)
+    labels = sorted(att["label"].unique())
+    return Frames(att, events, subs, failures, labels, notes)
+
+
+def _subcommands(commands: pd.DataFrame) -> pd.DataFrame:
+    text = commands["command"].fillna("")
+    unique = pd.unique(text)
+    split = {c: split_subcommands(c) for c in unique}
+    subs = pd.DataFrame({"a": commands["a"].to_numpy(), "sub": text.map(split).to_numpy()})
+    subs = subs.explode("sub").dropna(subset=["sub"])
+    phase = {s: classify(s) for s in pd.unique(subs["sub"])}
+    subs["phase"] = subs["sub"].map(phase)
+    return subs.reset_index(drop=True)
+
+
+def _recovery(events: pd.DataFrame) -> pd.DataFrame:
+    acts = events[events["kind"].isin(recovery.ACTION_KINDS)]
+    exit_code = acts["exit_code"]
+    failed = (acts["kind"] == "command") & (
+        acts["soft_timeout"] | (exit_code.notna() & (exit_code.fillna(0) != 0))
+    )
+    # Only attempts with at least one failed command need the (sequential) rules.
+    with_failures = set(acts.loc[failed, "a"])
+    rows: list[tuple[int, int, str]] = []
+    sub = acts[acts["a"].isin(with_failures)]
+    if sub.empty:
+        return pd.DataFrame({"a": [], "rule": [], "recovery": []})
+    a_col = sub["a"].to_numpy()
+    kinds = sub["kind"].to_numpy()
+    cmds = sub["command"].to_numpy()
+    codes = sub["exit_code"].to_numpy()
+    softs = sub["soft_timeout"].to_numpy()
+    paths = sub["path"].to_numpy()
+    bounds = np.flatnonzero(np.diff(a_col)) + 1
+    for start, end in zip(
+        np.concatenate([[0], bounds]), np.concatenate([bounds, [len(a_col)]]), strict=True
+    ):
+        actions = [
+            recovery.Action(
+                kinds[i],
+                cmds[i] if isinstance(cmds[i], str) else None,
+                None if pd.isna(codes[i]) else int(codes[i]),
+                bool(softs[i]),
+                paths[i] if isinstance(paths[i], str) else None,
+            )
+            for i in range(start, end)
+        ]
+        a = int(a_col[start])
+        rows += [(a, rule, label) for _, rule, label in recovery.label_attempt(actions)]
+    return pd.DataFrame(rows, columns=["a", "rule", "recovery"])
+
+
+def _completion(att, commands, runs: Runs, catalog) -> pd.Series:
+    """'meaningful' / 'shallow' / 'none' for every attempt (the table reads self-stops)."""
+    by_attempt = commands.groupby("a")["command"].agg(list)
+    out = {}
+    points_cache: dict[tuple[str, int], list[str]] = {}
+    for a, task_id in att["task_id"].items():
+        verdict = runs.verdicts.get(a)
+        key = (task_id, id(verdict) if verdict else 0)
+        if key not in points_cache:
+            points_cache[key] = completion.entry_points(
+                {**catalog.get(task_id, {}), "id": task_id}, verdict
+            )
+        cmds = [c for c in by_attempt.get(a, []) if isinstance(c, str)]
+        out[a] = completion.judge(cmds, points_cache[key])
+    return pd.Series(out, dtype=object).reindex(att.index)
+
+
+def _patterns(att, runs: Runs) -> pd.Series:
+    """Failure patterns per failed attempt: a diagnosis.json written by `deploybench diagnose`
+    when there is one, else the rules over the verdict and verifier log."""
+    import json
+
+    out = {}
+    for a in att.index[~att["passed"]]:
+        folder = runs.attempt_dirs[a]
+        saved = folder / "diagnosis.json"
+        if saved.is_file():
+            out[a] = list(json.loads(saved.read_text()).get("patterns") or [])
+        else:
+            out[a] = diagnose_by_rules(runs.results[a], runs.verdicts.get(a), None)["patterns"]
+    return pd.Series(out, dtype=object).reindex(att.index)

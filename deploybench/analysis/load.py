@@ -1,0 +1,166 @@
+"""Read run folders (contract layout) into plain Python rows, checked at the edge.
+
+Strict on malformed lines (one error naming file and line), lenient on missing files (an
+infra_error attempt may lack them: they are counted and noted, never guessed)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deploybench import contracts
+from deploybench.errors import DeployBenchError
+
+RESULTS = "results.jsonl"
+_EVENT_KINDS = frozenset(contracts.EVENT_KINDS)
+_OPTIONAL_STR = ("command", "output", "path")
+_OPTIONAL_INT = ("exit_code", "tokens_in", "tokens_out")
+
+
+@dataclass
+class Runs:
+    results: list[dict[str, Any]]
+    attempt_dirs: list[Path]
+    # Column lists of every trajectory event; "a" is the row index in `results`.
+    events: dict[str, list[Any]]
+    verdicts: dict[int, dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+
+def attempt_dir(run_dir: Path, row: dict[str, Any]) -> Path:
+    return run_dir / row["task_id"] / row["agent"] / str(row["attempt"])
+
+
+def read_results(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / RESULTS
+    if not path.is_file():
+        raise DeployBenchError(f"{path}: no results.jsonl (is {run_dir} a run folder?)")
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DeployBenchError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        contracts.check(contracts.RESULT, row, f"{path}:{number}")
+        rows.append(row)
+    return rows
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _event_ok(e: Any) -> bool:
+    """A fast equivalent of the TRAJECTORY_EVENT schema for the common case; on False the
+    schema itself is run to produce the message."""
+    if not isinstance(e, dict):
+        return False
+    step, t = e.get("step"), e.get("t")
+    if not (_is_int(step) and step >= 0) or not isinstance(t, int | float) or isinstance(t, bool):
+        return False
+    if e.get("kind") not in _EVENT_KINDS:
+        return False
+    for key in _OPTIONAL_STR:
+        v = e.get(key)
+        if v is not None and not isinstance(v, str):
+            return False
+    for key in _OPTIONAL_INT:
+        v = e.get(key)
+        if v is not None and not _is_int(v):
+            return False
+    v = e.get("soft_timeout")
+    if v is not None and not isinstance(v, bool):
+        return False
+    v = e.get("cost_usd")
+    return v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+
+
+def read_trajectory(path: Path) -> list[dict[str, Any]]:
+    text = path.read_text()
+    lines = text.splitlines()
+    try:
+        # One parse for the whole file is several times faster than one per line.
+        events = json.loads("[" + ",".join(ln for ln in lines if ln.strip()) + "]")
+    except json.JSONDecodeError:
+        events = None
+    if events is None:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DeployBenchError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        raise DeployBenchError(f"{path}: not JSON lines")
+    for e in events:
+        if not _event_ok(e):
+            number = _line_of(lines, events.index(e))
+            contracts.check(contracts.TRAJECTORY_EVENT, e, f"{path}:{number}")
+            # The fast check is stricter only where jsonschema accepts e.g. 1.0 as an integer.
+    return events
+
+
+def _line_of(lines: list[str], index: int) -> int:
+    seen = -1
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            seen += 1
+            if seen == index:
+                return number
+    return index + 1
+
+
+def read_verdict(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise DeployBenchError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    contracts.check(contracts.VERDICT, data, str(path))
+    return data
+
+
+def load_runs(run_dirs: list[Path]) -> Runs:
+    results: list[dict[str, Any]] = []
+    dirs: list[Path] = []
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("a", "t", "kind", "command", "exit_code", "soft_timeout", "path")
+    }
+    verdicts: dict[int, dict[str, Any]] = {}
+    missing: dict[str, int] = {}
+    for run_dir in run_dirs:
+        run_dir = Path(run_dir)
+        for row in read_results(run_dir):
+            index = len(results)
+            results.append(row)
+            folder = attempt_dir(run_dir, row)
+            dirs.append(folder)
+            trajectory = folder / "trajectory.jsonl"
+            if trajectory.is_file():
+                events = read_trajectory(trajectory)
+                n = len(events)
+                cols["a"].extend([index] * n)
+                cols["t"].extend(e["t"] for e in events)
+                cols["kind"].extend(e["kind"] for e in events)
+                cols["command"].extend(e.get("command") for e in events)
+                cols["exit_code"].extend(e.get("exit_code") for e in events)
+                cols["soft_timeout"].extend(bool(e.get("soft_timeout")) for e in events)
+                cols["path"].extend(e.get("path") for e in events)
+            elif row["status"] == "completed":
+                missing["trajectory.jsonl"] = missing.get("trajectory.jsonl", 0) + 1
+            verdict = folder / "verdict.json"
+            if verdict.is_file():
+                verdicts[index] = read_verdict(verdict)
+            elif row["status"] == "completed":
+                missing["verdict.json"] = missing.get("verdict.json", 0) + 1
+    notes = [
+        f"{count} completed attempt(s) have no {name}; their rows count, their events do not"
+        for name, count in sorted(missing.items())
+    ]
+    infra = sum(1 for r in results if r["status"] == "infra_error")
+    if infra:
+        notes.append(f"{infra} attempt(s) ended in infra_error and are left out of every table")
+    return Runs(results, dirs, cols, verdicts, notes)

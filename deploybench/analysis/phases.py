@@ -1,0 +1,64 @@
+"""Give every sub-command one phase (ANALYSIS.md section 5) from the rules in phase_rules.yaml:
+the phases in their documented order, first match wins, "Other" when none matches."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from pathlib import Path
+
+import yaml
+
+RULES_FILE = Path(__file__).with_name("phase_rules.yaml")
+OTHER = "Other"
+ACTION_PHASES = ("Install", "Build", "FileEdit", "Config", "Run/Test", "Service")
+
+# Wrappers that do not change what a command does: the phase is that of what they wrap.
+_PREFIX = re.compile(
+    r"^(?:\(\s*|sudo(?:\s+-[A-Za-z]+)*\s+|timeout\s+(?:-\S+\s+)*\d+\S*\s+|time\s+"
+    r"|env\s+(?:-\S+\s+)*(?:[A-Za-z_]\w*=\S*\s+)+|(?:[A-Za-z_]\w*=\S*\s+)+(?=\S))+"
+)
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    match: tuple[re.Pattern[str], ...]
+    unless: tuple[re.Pattern[str], ...]
+
+    def hits(self, text: str) -> bool:
+        return any(p.search(text) for p in self.match) and not any(
+            p.search(text) for p in self.unless
+        )
+
+
+@cache
+def load_rules(path: Path = RULES_FILE) -> tuple[Phase, ...]:
+    data = yaml.safe_load(Path(path).read_text())
+    return tuple(
+        Phase(
+            name=entry["name"],
+            match=tuple(re.compile(p) for p in entry["match"]),
+            unless=tuple(re.compile(p) for p in entry.get("unless", [])),
+        )
+        for entry in data["phases"]
+    )
+
+
+def phase_names() -> list[str]:
+    return [p.name for p in load_rules()] + [OTHER]
+
+
+def strip_wrappers(subcommand: str) -> str:
+    return _PREFIX.sub("", subcommand.strip(), count=1)
+
+
+@lru_cache(maxsize=200_000)
+def classify(subcommand: str) -> str:
+    """The phase of one sub-command."""
+    text = strip_wrappers(subcommand)
+    for phase in load_rules():
+        if phase.hits(text):
+            return phase.name
+    return OTHER

@@ -1,0 +1,207 @@
+"""Label what an agent did after each failed command (ANALYSIS.md section 7).
+
+The nine rules and their order live in recovery_rules.yaml; this module holds the structural
+checks they name. Everything about one command string is computed once and cached, since
+agents repeat commands."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from deploybench.analysis.phases import ACTION_PHASES, classify
+from deploybench.analysis.shell_split import split_subcommands
+
+RULES_FILE = Path(__file__).with_name("recovery_rules.yaml")
+LABELS = ("Inspect", "Adapt", "Loop", "Abort", "Other")
+ACTION_KINDS = ("command", "file_read", "file_edit", "finish")
+
+
+@dataclass(frozen=True)
+class Action:
+    """One action of an attempt: a shell command, a structured file read/edit, or finish."""
+
+    kind: str
+    command: str | None = None
+    exit_code: int | None = None
+    soft_timeout: bool = False
+    path: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.kind == "command" and (
+            bool(self.soft_timeout) or (self.exit_code is not None and self.exit_code != 0)
+        )
+
+    @property
+    def norm(self) -> str:
+        return normalise(self.command or "")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: int
+    label: str
+    test: str
+    doc: str
+    patterns: dict[str, tuple[re.Pattern[str], ...]]
+    max_distinct: int = 2
+
+
+@cache
+def load_rules(path: Path = RULES_FILE) -> tuple[int, tuple[Rule, ...]]:
+    data = yaml.safe_load(Path(path).read_text())
+    rules = tuple(
+        Rule(
+            id=r["id"],
+            label=r["label"],
+            test=r["test"],
+            doc=r["doc"],
+            patterns={k: tuple(re.compile(p) for p in v) for k, v in r.get("patterns", {}).items()},
+            max_distinct=r.get("max_distinct", 2),
+        )
+        for r in data["rules"]
+    )
+    for rule in rules:
+        if rule.test not in TESTS:
+            raise ValueError(f"{path}: rule {rule.id}: unknown test {rule.test!r}")
+    return data["window"], rules
+
+
+@lru_cache(maxsize=200_000)
+def normalise(command: str) -> str:
+    return " ".join(command.split())
+
+
+@lru_cache(maxsize=400_000)
+def _any_sub(command: str, patterns: tuple[re.Pattern[str], ...]) -> bool:
+    return any(p.search(s) for s in split_subcommands(command) for p in patterns)
+
+
+@lru_cache(maxsize=200_000)
+def _phases(command: str) -> frozenset[str]:
+    return frozenset(classify(s) for s in split_subcommands(command))
+
+
+def _writes_runbook(action: Action, rule: Rule) -> bool:
+    if action.kind == "file_edit":
+        return bool(action.path) and "RUNBOOK" in action.path.upper()
+    if action.kind != "command" or not action.command:
+        return False
+    return "Finish" in _phases(action.command) and _any_sub(
+        action.command, rule.patterns["runbook_write"]
+    )
+
+
+# Each test: (rule, failed action, window of next actions, whether any later shell action) -> bool
+def abort_or_finish(rule: Rule, failed: Action, window: Sequence[Action], later_shell: bool):
+    if not later_shell or not window:
+        return True
+    first = window[0]
+    return first.kind == "finish" or _writes_runbook(first, rule)
+
+
+def stuck_after_soft_timeout(rule, failed, window, later_shell):
+    if not failed.soft_timeout or not window or window[0].kind != "command":
+        return False
+    nxt = window[0]
+    text = nxt.command or ""
+    return bool(nxt.soft_timeout) or any(p.search(text) for p in rule.patterns["empty_input"])
+
+
+def same_command_again(rule, failed, window, later_shell):
+    return bool(window) and window[0].kind == "command" and window[0].norm == failed.norm
+
+
+def window_has(rule, failed, window, later_shell):
+    patterns = rule.patterns["subcommand"]
+    for action in window:
+        if action.kind == "file_read" and rule.id == 4:
+            return True
+        if action.kind == "command" and action.command and _any_sub(action.command, patterns):
+            return True
+    return False
+
+
+def window_install_with_marker(rule, failed, window, later_shell):
+    markers = rule.patterns["marker"]
+    for action in window:
+        if action.kind != "command" or not action.command:
+            continue
+        for sub in split_subcommands(action.command):
+            if classify(sub) == "Install" and any(p.search(sub) for p in markers):
+                return True
+    return False
+
+
+def next_differs_in_action_phase(rule, failed, window, later_shell):
+    if not window:
+        return False
+    nxt = window[0]
+    if nxt.kind == "file_edit":
+        return True
+    if nxt.kind != "command" or nxt.norm == failed.norm:
+        return False
+    return bool(_phases(nxt.command or "") & set(ACTION_PHASES))
+
+
+def window_fails_few_distinct(rule, failed, window, later_shell):
+    commands = [a for a in window if a.kind == "command"]
+    if not any(a.failed for a in commands):
+        return False
+    return len({a.norm for a in commands}) <= rule.max_distinct
+
+
+def always(rule, failed, window, later_shell):
+    return True
+
+
+TESTS: dict[str, Callable[..., Any]] = {
+    f.__name__: f
+    for f in (
+        abort_or_finish,
+        stuck_after_soft_timeout,
+        same_command_again,
+        window_has,
+        window_install_with_marker,
+        next_differs_in_action_phase,
+        window_fails_few_distinct,
+        always,
+    )
+}
+
+
+def label_failure(actions: Sequence[Action], index: int) -> tuple[int, str]:
+    """(rule id, label) for the failed action at `index` of one attempt's actions."""
+    size, rules = load_rules()
+    failed = actions[index]
+    window = actions[index + 1 : index + 1 + size]
+    later_shell = any(a.kind == "command" for a in actions[index + 1 :])
+    for rule in rules:
+        if TESTS[rule.test](rule, failed, window, later_shell):
+            return rule.id, rule.label
+    raise AssertionError("the last rule always holds")
+
+
+def label_attempt(actions: Sequence[Action]) -> list[tuple[int, int, str]]:
+    """(index, rule id, label) for every failed command of one attempt."""
+    out = []
+    # Index of the last shell command, so "any later shell action" is one comparison.
+    last_shell = max((i for i, a in enumerate(actions) if a.kind == "command"), default=-1)
+    size, rules = load_rules()
+    for i, action in enumerate(actions):
+        if not action.failed:
+            continue
+        window = actions[i + 1 : i + 1 + size]
+        later_shell = last_shell > i
+        for rule in rules:
+            if TESTS[rule.test](rule, action, window, later_shell):
+                out.append((i, rule.id, rule.label))
+                break
+    return out

@@ -1,0 +1,59 @@
+"""`deploybench report`: run folders in, every table (CSV + Markdown) and one HTML page out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from deploybench.analysis import frames, html_page, plots, render, tables
+from deploybench.analysis.load import load_runs
+from deploybench.catalog import load_tasks
+from deploybench.errors import DeployBenchError
+from deploybench.paths import TASKS_DIR
+
+
+@dataclass
+class ReportResult:
+    out: Path
+    tables: list[tables.Table]
+    markdown: Path
+    html: Path
+    csvs: list[Path]
+    notes: list[str]
+
+
+def compute(run_dirs: list[Path], catalog_dir: Path | None = None):
+    """(frames, tables) for the runs; the catalog gives domain, difficulty, age, entry points."""
+    catalog_dir = Path(catalog_dir) if catalog_dir else TASKS_DIR
+    catalog = load_tasks(catalog_dir) if catalog_dir.is_dir() else {}
+    runs = load_runs([Path(r) for r in run_dirs])
+    f = frames.build(runs, catalog)
+    if f.attempts.empty:
+        raise DeployBenchError("no completed attempts in " + ", ".join(map(str, run_dirs)))
+    return f, tables.all_tables(f)
+
+
+def write_report(
+    run_dirs: list[Path], out: Path, catalog_dir: Path | None = None, with_html: bool = True
+) -> ReportResult:
+    f, all_tables = compute(run_dirs, catalog_dir)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    names = [str(r) for r in run_dirs]
+    csvs = render.write_csvs(all_tables, out)
+    md = out / "report.md"
+    md.write_text(render.markdown_report(all_tables, f.notes, names))
+    page = out / "report.html"
+    if with_html:
+        by_key = {t.key: t for t in all_tables}
+        page.write_text(
+            html_page.render_page(
+                all_tables,
+                plots.all_plots(f, by_key),
+                f.notes,
+                names,
+                f.labels,
+                len(f.attempts),
+            )
+        )
+    return ReportResult(out, all_tables, md, page, csvs, f.notes)

@@ -1,0 +1,378 @@
+"""Every measurement of ANALYSIS.md sections 1 to 9 as a pandas table, one column (or row)
+per agent + model. Each table keeps its numbers (for CSV) and the paper's figures where the
+paper published them (shown beside ours)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from deploybench.analysis import diagnose, recovery
+from deploybench.analysis.frames import Frames
+from deploybench.analysis.phases import phase_names
+
+PAPER_FILE = Path(__file__).with_name("paper_figures.yaml")
+ALL = "all agents"
+
+
+@dataclass
+class Table:
+    key: str
+    title: str
+    frame: pd.DataFrame
+    note: str = ""
+    paper: pd.DataFrame | None = None
+    paper_note: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@cache
+def paper_figures(path: Path = PAPER_FILE) -> dict:
+    return yaml.safe_load(Path(path).read_text())
+
+
+def _pct(num, den):
+    num = np.asarray(num, dtype=float)
+    den = np.asarray(den, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, np.round(100.0 * num / den, 1), np.nan)
+
+
+def _first_attempts(att: pd.DataFrame) -> pd.DataFrame:
+    return att.sort_values(["attempt"]).groupby(["label", "task_id"], sort=False).head(1)
+
+
+def success(f: Frames) -> list[Table]:
+    first = _first_attempts(f.attempts)
+    groups = [("Overall", None)]
+    groups += [(f"Domain: {d}", ("domain", d)) for d in ("AI/ML", "Scientific", "Systems")]
+    groups += [(f"Difficulty: {d}", ("difficulty", d)) for d in ("easy", "medium", "hard")]
+    groups += [(f"Age: {d}", ("age", d)) for d in ("legacy", "recent")]
+    rate, count = {}, {}
+    for label in f.labels:
+        mine = first[first["label"] == label]
+        r, c = [], []
+        for _, sel in groups:
+            part = mine if sel is None else mine[mine[sel[0]] == sel[1]]
+            r.append(_pct(part["passed"].sum(), len(part)).item())
+            c.append(f"{int(part['passed'].sum())}/{len(part)}")
+        # pass@k: a task counts when any of its attempts passed.
+        every = f.attempts[f.attempts["label"] == label]
+        per_task = every.groupby("task_id")["passed"].any()
+        k = int(every.groupby("task_id").size().max()) if len(every) else 0
+        r.append(_pct(per_task.sum(), len(per_task)).item())
+        c.append(f"{int(per_task.sum())}/{len(per_task)}")
+        rate[label], count[label] = r, c
+    index = [g for g, _ in groups] + ["pass@k (any attempt)"]
+    rates = pd.DataFrame(rate, index=index)
+    counts = pd.DataFrame(count, index=index)
+    fig = paper_figures()["pass_rate"]
+    paper = pd.DataFrame(
+        {"pass rate %": list(fig["models"].values())}, index=list(fig["models"].keys())
+    )
+    return [
+        Table(
+            "1_success",
+            "1. Success: pass rate in % (paper Table 2)",
+            rates,
+            "First attempt per task; pass@k counts a task when any attempt passed "
+            "(k = attempts per task).",
+            paper,
+            f"Paper, overall pass rate over {fig['tasks']} tasks",
+            {"counts": counts},
+        )
+    ]
+
+
+def cost_time(f: Frames) -> list[Table]:
+    att = f.attempts
+    rows = {}
+    for label in f.labels:
+        m = att[att["label"] == label]
+        ok, bad = m[m["passed"]], m[~m["passed"]]
+        rows[label] = {
+            "attempts": len(m),
+            "avg steps": m["steps"].mean(),
+            "avg tokens (total)": m["tokens_total"].mean(),
+            "avg tokens in": m["tokens_in"].mean(),
+            "avg tokens out": m["tokens_out"].mean(),
+            "avg tokens, solved": ok["tokens_total"].mean(),
+            "avg tokens, failed": bad["tokens_total"].mean(),
+            "avg runtime min (total)": m["agent_seconds"].mean() / 60,
+            "avg runtime min, solved": ok["agent_seconds"].mean() / 60,
+            "avg runtime min, failed": bad["agent_seconds"].mean() / 60,
+            "avg cost USD": m["cost_usd"].mean(),
+        }
+    frame = pd.DataFrame(rows).astype(float).round(2)
+    return [Table("2_cost_time", "2. Cost and time (paper Table 3)", frame)]
+
+
+FAILURE_ROWS = [
+    ("Layer 1: runtime crash", 1, "runtime_crash"),
+    ("Layer 1: dependency error", 1, "dependency"),
+    ("Layer 1: compilation error", 1, "compilation"),
+    ("Layer 1: out of memory", 1, "oom"),
+    ("Layer 1: verifier timeout", 1, "verifier_timeout"),
+    ("Layer 1 total", 1, None),
+    ("Layer 2 total", 2, None),
+]
+_PAPER_FAILURE_ROWS = {
+    "Layer 1: runtime crash": "runtime crash",
+    "Layer 1: dependency error": "dependency error",
+    "Layer 1: compilation error": "compilation error",
+    "Layer 1 total": "Layer 1 total",
+    "Layer 2 total": "Layer 2 total",
+}
+
+
+def failures(f: Frames) -> list[Table]:
+    failed = f.attempts[~f.attempts["passed"]]
+    cols = {}
+    for label in [*f.labels, ALL]:
+        m = failed if label == ALL else failed[failed["label"] == label]
+        counts = []
+        for _, layer, category in FAILURE_ROWS:
+            sel = m["failure_layer"] == layer
+            if category:
+                sel &= m["failure_category"] == category
+            counts.append(int(sel.sum()))
+        cols[f"{label} n"] = counts
+        cols[f"{label} %"] = _pct(counts, len(m))
+    index = [r[0] for r in FAILURE_ROWS]
+    frame = pd.DataFrame(cols, index=index)
+    frame.loc["failed attempts"] = [
+        len(failed if c.startswith(ALL) else failed[failed["label"] == c.rsplit(" ", 1)[0]])
+        if c.endswith(" n")
+        else 100.0
+        for c in frame.columns
+    ]
+    fig = paper_figures()["failures"]
+    paper_pct = [fig["rows"].get(_PAPER_FAILURE_ROWS.get(r, ""), np.nan) for r in index]
+    paper = pd.DataFrame({"paper %": [*paper_pct, 100.0]}, index=[*index, "failed attempts"])
+    return [
+        Table(
+            "3_failures",
+            "3. Where failures are caught (paper Table 4)",
+            frame,
+            "Among failed attempts; % of that column's failed attempts.",
+            paper,
+            f"{fig['total']} failures",
+        )
+    ]
+
+
+def trajectory_length(f: Frames) -> list[Table]:
+    att = f.attempts
+    commands = f.events[f.events["kind"] == "command"].groupby("a").size()
+    subs = f.subs.groupby("a").size()
+    steps_from_events = f.events.groupby("a").size()
+    rows = {}
+    for label in f.labels:
+        idx = att.index[att["label"] == label]
+        steps = att.loc[idx, "steps"].fillna(steps_from_events.reindex(idx).fillna(0))
+        rows[label] = {
+            "attempts": len(idx),
+            "avg steps": steps.mean(),
+            "avg shell commands": commands.reindex(idx).fillna(0).mean(),
+            "avg sub-commands": subs.reindex(idx).fillna(0).mean(),
+        }
+    frame = pd.DataFrame(rows).astype(float).round(2)
+    return [
+        Table(
+            "4_trajectory_length",
+            "4. Trajectory length (paper Table 5)",
+            frame,
+            "A sub-command is a segment of a shell command split on the top-level &&, || "
+            "and ; (pipelines stay whole).",
+        )
+    ]
+
+
+def phases(f: Frames) -> list[Table]:
+    subs = f.subs.join(f.attempts[["label", "outcome"]], on="a")
+    order = phase_names()
+    cols = {}
+    for outcome in ("success", "failed"):
+        part = subs[subs["outcome"] == outcome]
+        cols[f"{ALL}, {outcome} %"] = part["phase"].value_counts().reindex(order, fill_value=0)
+    for label in f.labels:
+        for outcome in ("success", "failed"):
+            part = subs[(subs["label"] == label) & (subs["outcome"] == outcome)]
+            cols[f"{label}, {outcome} %"] = (
+                part["phase"].value_counts().reindex(order, fill_value=0)
+            )
+    counts = pd.DataFrame(cols, index=order).fillna(0).astype(int)
+    shares = counts.apply(lambda c: pd.Series(_pct(c, c.sum()), index=c.index))
+    shares.loc["sub-commands (n)"] = counts.sum()
+    return [
+        Table(
+            "5_phases",
+            "5. Phases: share of sub-commands in % (paper Tables 10 and 11)",
+            shares,
+            "Rules: deploybench/analysis/phase_rules.yaml (first match wins).",
+        )
+    ]
+
+
+def tool_use(f: Frames) -> list[Table]:
+    ev = f.events
+    att = f.attempts
+    by_kind = pd.crosstab(ev["a"], ev["kind"]).reindex(att.index, fill_value=0)
+    for kind in ("task_tracker", "file_read", "file_edit", "message", "command"):
+        if kind not in by_kind:
+            by_kind[kind] = 0
+    commands = ev[ev["kind"] == "command"]
+    heredoc = commands["command"].fillna("").str.contains("<<", regex=False)
+    heredoc = heredoc[~commands["command"].fillna("").str.contains("<<<", regex=False)]
+    heredoc_attempts = set(commands.loc[heredoc[heredoc].index, "a"])
+    soft = commands.groupby("a")["soft_timeout"].sum().reindex(att.index, fill_value=0)
+    events_n = by_kind.sum(axis=1)
+    rows = {}
+    for label in f.labels:
+        idx = att.index[att["label"] == label]
+        k = by_kind.loc[idx]
+        rows[label] = {
+            "attempts": len(idx),
+            "used the task tracker": int((k["task_tracker"] > 0).sum()),
+            "structured file actions": int(((k["file_read"] + k["file_edit"]) > 0).sum()),
+            "contain a heredoc": len(heredoc_attempts & set(idx)),
+            "soft timeouts / commands %": _pct(soft.loc[idx].sum(), k["command"].sum()).item(),
+            "ended by the step limit": int((att.loc[idx, "stop_type"] == "max_steps").sum()),
+            "message share of events %": _pct(k["message"].sum(), events_n.loc[idx].sum()).item(),
+        }
+    frame = pd.DataFrame(rows)
+    return [Table("6_tool_use", "6. Tool-use signals (paper Tables 12 and 13)", frame)]
+
+
+def recovery_tables(f: Frames) -> list[Table]:
+    fl = f.failures.join(f.attempts[["label", "outcome"]], on="a")
+    labels = list(recovery.LABELS)
+    cols = {}
+    for outcome in ("success", "failed"):
+        part = fl[fl["outcome"] == outcome]["recovery"].value_counts().reindex(labels, fill_value=0)
+        cols[f"{outcome} %"] = _pct(part, part.sum())
+        cols[f"{outcome} n"] = part.to_numpy()
+    shares = pd.DataFrame(cols, index=labels)
+    fig = paper_figures()["recovery"]
+    paper = pd.DataFrame(
+        {
+            "paper success %": [fig["success"][k] for k in labels],
+            "paper failed %": [fig["failed"][k] for k in labels],
+        },
+        index=labels,
+    )
+    per_agent = pd.crosstab(fl["recovery"], fl["label"])
+    per_agent = per_agent.reindex(index=labels, columns=f.labels, fill_value=0)
+    per_agent.index.name = None
+    per_agent.columns.name = None
+    by_rule = fl.groupby("rule").size().reindex(range(1, 10), fill_value=0)
+    by_rule = by_rule.rename("failed commands")
+    rules = {r.id: f"{r.id}. {r.label}: {r.doc}" for r in recovery.load_rules()[1]}
+    by_rule.index = [rules[i] for i in by_rule.index]
+    return [
+        Table(
+            "7_recovery",
+            "7. Recovery after a failed command: label shares by outcome (paper Tables 6, 14-16)",
+            shares,
+            "A failed command has a non-zero exit code or a soft timeout; rules: "
+            "deploybench/analysis/recovery_rules.yaml.",
+            paper,
+            "published figures",
+        ),
+        Table("7_recovery_per_agent", "7b. Recovery labels per agent (counts)", per_agent),
+        Table(
+            "7_recovery_rules", "7c. Which rule labelled each failed command", by_rule.to_frame()
+        ),
+    ]
+
+
+def completion_tables(f: Frames) -> list[Table]:
+    att = f.attempts
+    rows = {}
+    for label in [*f.labels, ALL]:
+        m = att if label == ALL else att[att["label"] == label]
+        failed = m[~m["passed"]]
+        stops = failed[failed["stop_type"] == "self_stop"]
+        rows[label] = {
+            "failed attempts": len(failed),
+            "self-stops among failures": len(stops),
+            "of those, RUNBOOK claimed SUCCESS": int((stops["runbook_status"] == "SUCCESS").sum()),
+            "of those, RUNBOOK said PARTIAL": int((stops["runbook_status"] == "PARTIAL").sum()),
+            "of those, meaningful check before finishing": int(
+                (stops["completion"] == "meaningful").sum()
+            ),
+            "of those, shallow check only": int((stops["completion"] == "shallow").sum()),
+            "of those, no command at all": int((stops["completion"] == "none").sum()),
+        }
+    frame = pd.DataFrame(rows)
+    fig = paper_figures()["completion"]
+    paper = pd.DataFrame(
+        {
+            "paper": [
+                fig["failures"],
+                fig["self_stops"],
+                fig["claimed_success"],
+                *[np.nan] * (len(frame) - 3),
+            ]
+        },
+        index=frame.index,
+    )
+    split = pd.crosstab([att["stop_type"].fillna("unknown"), att["outcome"]], att["label"]).reindex(
+        columns=f.labels, fill_value=0
+    )
+    split.index = [f"{s}, {o}" for s, o in split.index]
+    split.columns.name = None
+    return [
+        Table(
+            "8_completion",
+            "8. Completion judgment among failed self-stops (paper Table 7)",
+            frame,
+            "Meaningful: the last command before finishing (runbook writes aside) runs one of "
+            "the task's entry points (task.yaml entry_points, else its designated experiment, "
+            "plus the verifier's targets); shallow otherwise.",
+            paper,
+            "published figures",
+        ),
+        Table("8_stop_types", "8b. Verdict by stop type (paper Table 17)", split),
+    ]
+
+
+def failure_patterns(f: Frames) -> list[Table]:
+    att = f.attempts
+    rows = [
+        {"task_id": t, "passed": p, "patterns": pats if isinstance(pats, list) else []}
+        for t, p, pats in zip(att["task_id"], att["passed"], att["patterns"], strict=True)
+    ]
+    frame = pd.DataFrame(diagnose.table9(rows)).set_index("group")
+    frame.index.name = None
+    return [
+        Table(
+            "9_failure_patterns",
+            "9. Failure patterns by task group (paper Table 9)",
+            frame.T,
+            "Tasks hitting each pattern; diagnosis.json from `deploybench diagnose` where "
+            "present, else the rules over the verdict.",
+        )
+    ]
+
+
+def all_tables(f: Frames) -> list[Table]:
+    out: list[Table] = []
+    for build in (
+        success,
+        cost_time,
+        failures,
+        trajectory_length,
+        phases,
+        tool_use,
+        recovery_tables,
+        completion_tables,
+        failure_patterns,
+    ):
+        out += build(f)
+    return out

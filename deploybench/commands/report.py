@@ -1,0 +1,65 @@
+"""`deploybench report` and `deploybench diagnose`: thin wrappers over deploybench.analysis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument(
+    "run_dirs",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+)
+@click.option(
+    "--catalog",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Task catalog folder (default: the checkout's tasks/).",
+)
+@click.option(
+    "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder."
+)
+def report(run_dirs: tuple[Path, ...], catalog: Path | None, out: Path) -> None:
+    """Compute the paper's tables (CSV + Markdown) and an HTML page with plots from RUN_DIR...."""
+    from deploybench.analysis.report import write_report
+
+    result = write_report(list(run_dirs), out, catalog)
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"{len(result.tables)} tables: {result.out / 'tables'}/")
+    click.echo(f"markdown: {result.markdown}")
+    click.echo(f"html: {result.html}")
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--catalog",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Task catalog folder (default: the checkout's tasks/).",
+)
+@click.option("--model", default=None, help="Model name; without it the rules diagnose alone.")
+@click.option(
+    "--llm-base-url",
+    envvar="DEPLOYBENCH_LLM_BASE_URL",
+    default=None,
+    help="OpenAI-compatible base URL (…/v1); the key comes from OPENAI_API_KEY if set.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the summary table goes (default: RUN_DIR/diagnosis).",
+)
+def diagnose(
+    run_dir: Path, catalog: Path | None, model: str | None, llm_base_url: str | None, out
+) -> None:
+    """Diagnose every failed attempt of RUN_DIR and map it to the five failure patterns."""
+    from deploybench.analysis.diagnose_run import diagnose_run
+
+    result = diagnose_run(run_dir, catalog, model, llm_base_url, out)
+    click.echo(f"{result.count} failed attempt(s) diagnosed ({result.source})")
+    click.echo(f"summary: {result.markdown}")
