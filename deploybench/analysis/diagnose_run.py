@@ -75,8 +75,8 @@ def diagnose_run(
         rows.append(row)
     out = Path(out) if out else run_dir / "diagnosis"
     out.mkdir(parents=True, exist_ok=True)
-    frame = pd.DataFrame(diagnose.table9(rows)).set_index("group").T
-    frame.columns.name = None
+    frame = pd.DataFrame(diagnose.table9(rows)).set_index("group")
+    frame.index.name = None
     csv = out / "table9_failure_patterns.csv"
     frame.to_csv(csv, index_label="")
     md = out / "table9_failure_patterns.md"

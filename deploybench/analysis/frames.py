@@ -29,7 +29,8 @@ class Frames:
 
 
 def label_of(agent: str, model: str | None) -> str:
-    return agent if not model else f"{agent} / {model}"
+    # pandas turns a null model into NaN; only a real name is shown.
+    return f"{agent} / {model}" if isinstance(model, str) and model else agent
 
 
 def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:

@@ -157,7 +157,7 @@ def load_runs(run_dirs: list[Path]) -> Runs:
             elif row["status"] == "completed":
                 missing["verdict.json"] = missing.get("verdict.json", 0) + 1
     notes = [
-        f"{count} completed attempt(s) have no {name}; their rows count, their events do not"
+        f"{count} completed attempt(s) have no {name}; they count from results.jsonl alone"
         for name, count in sorted(missing.items())
     ]
     infra = sum(1 for r in results if r["status"] == "infra_error")

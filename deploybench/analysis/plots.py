@@ -15,7 +15,7 @@ import pandas as pd  # noqa: E402
 
 from deploybench.analysis import recovery  # noqa: E402
 from deploybench.analysis.frames import Frames  # noqa: E402
-from deploybench.analysis.tables import ALL, Table, paper_figures  # noqa: E402
+from deploybench.analysis.tables import ALL, Table, pct, paper_figures  # noqa: E402
 
 PAPER_GREY = "#9a9a9a"
 plt.rcParams.update(
@@ -156,18 +156,32 @@ def stops_and_completion(f: Frames, comp: Table) -> str:
     left.set_title("Stop type and verdict")
     left.legend(fontsize=7, frameon=False)
     left.tick_params(axis="x", rotation=30)
-    rows = [
-        "self-stops among failures",
-        "of those, RUNBOOK claimed SUCCESS",
-        "of those, meaningful check before finishing",
-        "of those, shallow check only",
+    # Shares, not counts, so a run of any size lays beside the paper's 154 failures.
+    frame = comp.frame.drop(columns=[ALL]).T.astype(float)
+    fig_ = paper_figures()["completion"]
+    stops = frame["self-stops among failures"]
+    shares = pd.DataFrame(
+        {
+            "self-stops % of failures": pct(stops, frame["failed attempts"]),
+            "claimed SUCCESS % of self-stops": pct(
+                frame["of those, RUNBOOK claimed SUCCESS"], stops
+            ),
+            "meaningful check % of self-stops": pct(
+                frame["of those, meaningful check before finishing"], stops
+            ),
+            "shallow only % of self-stops": pct(frame["of those, shallow check only"], stops),
+        },
+        index=frame.index,
+    )
+    shares.loc["paper"] = [
+        100 * fig_["self_stops"] / fig_["failures"],
+        100 * fig_["claimed_success"] / fig_["self_stops"],
+        np.nan,
+        np.nan,
     ]
-    frame = comp.frame.loc[rows].copy()
-    short = ["self-stops", "claimed SUCCESS", "meaningful check", "shallow only"]
-    frame.index = short
-    frame["paper"] = comp.paper.loc[rows, "paper"].to_numpy()
-    _bars(right, frame.astype(float), _colors(len(frame.columns)), hatch_last=1)
-    right.set_ylabel("failed attempts")
+    _bars(right, shares.T, _colors(len(shares.index)), hatch_last=1)
+    right.set_ylim(0, 105)
+    right.set_ylabel("%")
     right.set_title("Completion judgment among failed self-stops")
     right.legend(fontsize=7, frameon=False)
     return _svg(fig, "completion")
@@ -175,15 +189,16 @@ def stops_and_completion(f: Frames, comp: Table) -> str:
 
 def tokens_and_time(cost: Table) -> str:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.4))
-    tokens = cost.frame.loc[["avg tokens, solved", "avg tokens, failed"]].T
+    tokens = cost.frame[["avg tokens, solved", "avg tokens, failed"]]
     tokens.columns = ["solved", "failed"]
     _bars(left, tokens, ["#2a9d8f", "#e76f51"])
     left.set_ylabel("average tokens per attempt")
     left.set_title("Tokens")
     if tokens.isna().all().all():
+        left.set_ylim(0, 1)
         left.text(0.5, 0.5, "no token counts recorded", transform=left.transAxes, ha="center")
     left.legend(fontsize=7, frameon=False)
-    minutes = cost.frame.loc[["avg runtime min, solved", "avg runtime min, failed"]].T
+    minutes = cost.frame[["avg runtime min, solved", "avg runtime min, failed"]]
     minutes.columns = ["solved", "failed"]
     _bars(right, minutes, ["#2a9d8f", "#e76f51"])
     right.set_ylabel("average agent minutes")

@@ -36,7 +36,7 @@ def paper_figures(path: Path = PAPER_FILE) -> dict:
     return yaml.safe_load(Path(path).read_text())
 
 
-def _pct(num, den):
+def pct(num, den):
     num = np.asarray(num, dtype=float)
     den = np.asarray(den, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -59,13 +59,12 @@ def success(f: Frames) -> list[Table]:
         r, c = [], []
         for _, sel in groups:
             part = mine if sel is None else mine[mine[sel[0]] == sel[1]]
-            r.append(_pct(part["passed"].sum(), len(part)).item())
+            r.append(pct(part["passed"].sum(), len(part)).item())
             c.append(f"{int(part['passed'].sum())}/{len(part)}")
         # pass@k: a task counts when any of its attempts passed.
         every = f.attempts[f.attempts["label"] == label]
         per_task = every.groupby("task_id")["passed"].any()
-        k = int(every.groupby("task_id").size().max()) if len(every) else 0
-        r.append(_pct(per_task.sum(), len(per_task)).item())
+        r.append(pct(per_task.sum(), len(per_task)).item())
         c.append(f"{int(per_task.sum())}/{len(per_task)}")
         rate[label], count[label] = r, c
     index = [g for g, _ in groups] + ["pass@k (any attempt)"]
@@ -108,7 +107,7 @@ def cost_time(f: Frames) -> list[Table]:
             "avg runtime min, failed": bad["agent_seconds"].mean() / 60,
             "avg cost USD": m["cost_usd"].mean(),
         }
-    frame = pd.DataFrame(rows).astype(float).round(2)
+    frame = pd.DataFrame.from_dict(rows, orient="index").round(2)
     return [Table("2_cost_time", "2. Cost and time (paper Table 3)", frame)]
 
 
@@ -142,7 +141,7 @@ def failures(f: Frames) -> list[Table]:
                 sel &= m["failure_category"] == category
             counts.append(int(sel.sum()))
         cols[f"{label} n"] = counts
-        cols[f"{label} %"] = _pct(counts, len(m))
+        cols[f"{label} %"] = pct(counts, len(m))
     index = [r[0] for r in FAILURE_ROWS]
     frame = pd.DataFrame(cols, index=index)
     frame.loc["failed attempts"] = [
@@ -177,11 +176,11 @@ def trajectory_length(f: Frames) -> list[Table]:
         steps = att.loc[idx, "steps"].fillna(steps_from_events.reindex(idx).fillna(0))
         rows[label] = {
             "attempts": len(idx),
-            "avg steps": steps.mean(),
+            "avg steps": float(steps.mean()),
             "avg shell commands": commands.reindex(idx).fillna(0).mean(),
             "avg sub-commands": subs.reindex(idx).fillna(0).mean(),
         }
-    frame = pd.DataFrame(rows).astype(float).round(2)
+    frame = pd.DataFrame.from_dict(rows, orient="index").round(2)
     return [
         Table(
             "4_trajectory_length",
@@ -207,7 +206,7 @@ def phases(f: Frames) -> list[Table]:
                 part["phase"].value_counts().reindex(order, fill_value=0)
             )
     counts = pd.DataFrame(cols, index=order).fillna(0).astype(int)
-    shares = counts.apply(lambda c: pd.Series(_pct(c, c.sum()), index=c.index))
+    shares = counts.apply(lambda c: pd.Series(pct(c, c.sum()), index=c.index))
     shares.loc["sub-commands (n)"] = counts.sum()
     return [
         Table(
@@ -241,11 +240,11 @@ def tool_use(f: Frames) -> list[Table]:
             "used the task tracker": int((k["task_tracker"] > 0).sum()),
             "structured file actions": int(((k["file_read"] + k["file_edit"]) > 0).sum()),
             "contain a heredoc": len(heredoc_attempts & set(idx)),
-            "soft timeouts / commands %": _pct(soft.loc[idx].sum(), k["command"].sum()).item(),
+            "soft timeouts / commands %": pct(soft.loc[idx].sum(), k["command"].sum()).item(),
             "ended by the step limit": int((att.loc[idx, "stop_type"] == "max_steps").sum()),
-            "message share of events %": _pct(k["message"].sum(), events_n.loc[idx].sum()).item(),
+            "message share of events %": pct(k["message"].sum(), events_n.loc[idx].sum()).item(),
         }
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame.from_dict(rows, orient="index")
     return [Table("6_tool_use", "6. Tool-use signals (paper Tables 12 and 13)", frame)]
 
 
@@ -255,7 +254,7 @@ def recovery_tables(f: Frames) -> list[Table]:
     cols = {}
     for outcome in ("success", "failed"):
         part = fl[fl["outcome"] == outcome]["recovery"].value_counts().reindex(labels, fill_value=0)
-        cols[f"{outcome} %"] = _pct(part, part.sum())
+        cols[f"{outcome} %"] = pct(part, part.sum())
         cols[f"{outcome} n"] = part.to_numpy()
     shares = pd.DataFrame(cols, index=labels)
     fig = paper_figures()["recovery"]
@@ -317,10 +316,11 @@ def completion_tables(f: Frames) -> list[Table]:
                 fig["failures"],
                 fig["self_stops"],
                 fig["claimed_success"],
-                *[np.nan] * (len(frame) - 3),
+                *[None] * (len(frame) - 3),
             ]
         },
         index=frame.index,
+        dtype=object,
     )
     split = pd.crosstab([att["stop_type"].fillna("unknown"), att["outcome"]], att["label"]).reindex(
         columns=f.labels, fill_value=0
@@ -354,7 +354,7 @@ def failure_patterns(f: Frames) -> list[Table]:
         Table(
             "9_failure_patterns",
             "9. Failure patterns by task group (paper Table 9)",
-            frame.T,
+            frame,
             "Tasks hitting each pattern; diagnosis.json from `deploybench diagnose` where "
             "present, else the rules over the verdict.",
         )
