@@ -11,8 +11,9 @@ What exercises the artifact is the task's own: its entry points. They come from
  - and the verifier's target: scripts and binaries under the workdir that the verdict's
    layer-2 check details name (e.g. "no executable ELF binary at <workdir>/legacycalc").
 The check judged is the last shell command before the finish that is not writing the runbook.
-It is meaningful when one of its sub-commands runs an entry point and is not only asking for
-help or a version; otherwise it is shallow (imports, --help, toy examples, runbook writing)."""
+It is meaningful when one of its sub-commands runs an entry point (the entry point is the command
+itself, or follows only launchers such as python, bash, nohup, mpirun and their options) and is
+not only asking for help or a version; otherwise it is shallow (imports, --help, toy examples, runbook writing)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,40 @@ _BACKTICKED = re.compile(r"`([^`]+)`")
 _SCRIPT = re.compile(r"(?<![\w/.])((?:\./)?[\w./-]+\.(?:py|sh|pl|rb|jl|R)|\./[\w./-]+)\b")
 _SHALLOW = re.compile(r"(^|\s)(--help|-h|--version|-V)(\s|$)")
 _TARGET_EXT = re.compile(r"\.(py|sh|pl|rb|jl|R)$|^[^.]+$")
-_NOT_TARGET = {"env", "venv", "RUNBOOK.MD", "runs", "data", "build"}
+_NOT_TARGET = {"env", "venv", ".venv", "RUNBOOK.MD", "runs", "data"}
+# Words that may come before an entry point on the same sub-command: launchers, interpreters
+# and their options. `cat train.py` reads the script; `python -u train.py` runs it.
+_LAUNCHERS = {
+    "python",
+    "bash",
+    "sh",
+    "zsh",
+    "perl",
+    "ruby",
+    "node",
+    "Rscript",
+    "julia",
+    "java",
+    "nohup",
+    "setsid",
+    "exec",
+    "time",
+    "xvfb-run",
+    "stdbuf",
+    "mpirun",
+    "mpiexec",
+    "srun",
+    "torchrun",
+    "accelerate",
+    "launch",
+    "deepspeed",
+    "uv",
+    "run",
+    "poetry",
+    "conda",
+    "taskset",
+    "nice",
+}
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -86,7 +120,13 @@ def _runs_entry_point(subcommand: str, points: tuple[tuple[str, ...], ...]) -> b
         for start in range(len(words) - size + 1):
             if words[start : start + size] == point:
                 return True
+            if not _may_precede(words[start]):
+                break
     return False
+
+
+def _may_precede(word: str) -> bool:
+    return word in _LAUNCHERS or word.startswith("-") or word.isdigit()
 
 
 def runs_entry_point(command: str, points: list[str]) -> bool:

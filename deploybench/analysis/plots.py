@@ -15,7 +15,7 @@ import pandas as pd  # noqa: E402
 
 from deploybench.analysis import recovery  # noqa: E402
 from deploybench.analysis.frames import Frames  # noqa: E402
-from deploybench.analysis.tables import ALL, Table, pct, paper_figures  # noqa: E402
+from deploybench.analysis.tables import ALL, Table, paper_figures, pct  # noqa: E402
 
 PAPER_GREY = "#9a9a9a"
 plt.rcParams.update(
@@ -46,7 +46,14 @@ def _svg(fig, name: str) -> str:
     return re.sub(r"<svg ", f'<svg class="plot" data-plot="{name}" role="img" ', text, count=1)
 
 
-def _bars(ax, frame: pd.DataFrame, colors, hatch_last: int = 0):
+def _legend_below(ax, ncol: int = 4, below: float = 0.32) -> None:
+    # Below the tick labels, so the legend never hides a bar.
+    ax.legend(
+        fontsize=7, frameon=False, ncol=ncol, loc="upper center", bbox_to_anchor=(0.5, -below)
+    )
+
+
+def _bars(ax, frame: pd.DataFrame, colors, hatch_last: int = 0, rotation: int = 30):
     """Grouped bars: rows on the x axis, one bar per column."""
     n = max(len(frame.columns), 1)
     width = 0.8 / n
@@ -62,7 +69,9 @@ def _bars(ax, frame: pd.DataFrame, colors, hatch_last: int = 0):
             hatch="//" if is_paper else None,
             edgecolor="white",
         )
-    ax.set_xticks(x, [str(i) for i in frame.index], rotation=30, ha="right")
+    ax.set_xticks(
+        x, [str(i) for i in frame.index], rotation=rotation, ha="right" if rotation else "center"
+    )
 
 
 def pass_rates(f: Frames, success: Table) -> str:
@@ -74,7 +83,7 @@ def pass_rates(f: Frames, success: Table) -> str:
     left.set_ylabel("pass rate (%)")
     left.set_ylim(0, 105)
     left.set_title("Pass rate by domain, difficulty and age (first attempt)")
-    left.legend(fontsize=7, frameon=False)
+    _legend_below(left)
     paper = paper_figures()["pass_rate"]["models"]
     names = [*rates.columns, *[f"{m} (paper)" for m in paper]]
     values = [*rates.loc["Overall"].fillna(0), *paper.values()]
@@ -86,6 +95,7 @@ def pass_rates(f: Frames, success: Table) -> str:
     right.set_xlim(0, 100)
     right.set_xlabel("overall pass rate (%)")
     right.set_title("Ours beside the paper")
+    fig.subplots_adjust(wspace=0.6)
     return _svg(fig, "pass_rate")
 
 
@@ -137,7 +147,7 @@ def recovery_labels(rec: Table) -> str:
     ax.set_xticks(x, frame.index)
     ax.set_ylabel("share of failed commands (%)")
     ax.set_title("What follows a failed command")
-    ax.legend(fontsize=7, frameon=False, ncol=n)
+    ax.legend(fontsize=7, frameon=False, ncol=n, loc="upper center", bbox_to_anchor=(0.5, -0.1))
     return _svg(fig, "recovery")
 
 
@@ -154,7 +164,7 @@ def stops_and_completion(f: Frames, comp: Table) -> str:
         bottom += values
     left.set_ylabel("attempts")
     left.set_title("Stop type and verdict")
-    left.legend(fontsize=7, frameon=False)
+    _legend_below(left, 2, below=0.5)
     left.tick_params(axis="x", rotation=30)
     # Shares, not counts, so a run of any size lays beside the paper's 154 failures.
     frame = comp.frame.drop(columns=[ALL]).T.astype(float)
@@ -162,14 +172,14 @@ def stops_and_completion(f: Frames, comp: Table) -> str:
     stops = frame["self-stops among failures"]
     shares = pd.DataFrame(
         {
-            "self-stops % of failures": pct(stops, frame["failed attempts"]),
-            "claimed SUCCESS % of self-stops": pct(
+            "self-stops\n% of failures": pct(stops, frame["failed attempts"]),
+            "claimed SUCCESS\n% of self-stops": pct(
                 frame["of those, RUNBOOK claimed SUCCESS"], stops
             ),
-            "meaningful check % of self-stops": pct(
+            "meaningful check\n% of self-stops": pct(
                 frame["of those, meaningful check before finishing"], stops
             ),
-            "shallow only % of self-stops": pct(frame["of those, shallow check only"], stops),
+            "shallow only\n% of self-stops": pct(frame["of those, shallow check only"], stops),
         },
         index=frame.index,
     )
@@ -179,11 +189,12 @@ def stops_and_completion(f: Frames, comp: Table) -> str:
         np.nan,
         np.nan,
     ]
-    _bars(right, shares.T, _colors(len(shares.index)), hatch_last=1)
+    _bars(right, shares.T, _colors(len(shares.index)), hatch_last=1, rotation=0)
     right.set_ylim(0, 105)
     right.set_ylabel("%")
     right.set_title("Completion judgment among failed self-stops")
-    right.legend(fontsize=7, frameon=False)
+    right.tick_params(axis="x", labelsize=7)
+    _legend_below(right, 2, below=0.2)
     return _svg(fig, "completion")
 
 
