@@ -13,7 +13,8 @@ What exercises the artifact is the task's own: its entry points. They come from
 The check judged is the last shell command before the finish that is not writing the runbook.
 It is meaningful when one of its sub-commands runs an entry point (the entry point is the command
 itself, or follows only launchers such as python, bash, nohup, mpirun and their options) and is
-not only asking for help or a version; otherwise it is shallow (imports, --help, toy examples, runbook writing)."""
+not only asking for help or a version; otherwise it is shallow (imports, --help, toy examples,
+runbook writing)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,8 @@ def test_verifier_target_is_an_entry_point():
                 {
                     "name": "binary_built",
                     "passed": False,
-                    "detail": "no executable ELF binary at /home/vm/Desktop/legacycalc_demo24/build/calc",
+                    "detail": "no executable ELF binary at "
+                    "/home/vm/Desktop/legacycalc_demo24/build/calc",
                 },
                 {
                     "name": "env",
