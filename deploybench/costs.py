@@ -8,7 +8,7 @@ price). Both clouds bill by the second, so a run that ends early costs less."""
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -160,14 +160,24 @@ def format_estimate(est: Estimate) -> str:
     return "\n".join(lines)
 
 
-def estimate_and_confirm(
+def attempts_of(tasks: Mapping[str, Mapping], agents: Sequence, attempts: int = 1) -> list[Attempt]:
+    """One Attempt per task x agent x repetition; the budget is the task's agent_minutes plus
+    its verify_minutes (task.yaml, contract 2)."""
+    out = []
+    for task_id, task in tasks.items():
+        minutes = float(task.get("agent_minutes") or 60) + float(task.get("verify_minutes") or 0)
+        out += [Attempt(task_id, bool(task.get("gpu")), minutes)] * (len(agents) * attempts)
+    return out
+
+
+def confirm(
     attempts: Iterable[Attempt | tuple | dict],
     backend: str,
     yes: bool = False,
     echo: Callable[[str], None] = click.echo,
     overhead_minutes: float = DEFAULT_OVERHEAD_MINUTES,
 ) -> Estimate | None:
-    """Print the estimate of a cloud run and ask before spending; `--yes` skips the question.
+    """Print the estimate of a cloud run and ask before spending; `yes` skips the question.
     The local backend costs nothing and is never asked about (returns None). Raises
     click.Abort when the user declines or there is no terminal to ask on."""
     if backend not in CLOUD_BACKENDS:
@@ -180,3 +190,16 @@ def estimate_and_confirm(
             abort=True,
         )
     return est
+
+
+def estimate_and_confirm(
+    backend: str,
+    tasks: Mapping[str, Mapping],
+    agents: Sequence,
+    attempts: int = 1,
+    yes: bool = False,
+    echo: Callable[[str], None] = click.echo,
+) -> Estimate | None:
+    """What `deploybench run` calls before a cloud run: tasks (id -> task.yaml data) x agents
+    x attempts machines, each for its task's budget; asks unless `yes` (--yes)."""
+    return confirm(attempts_of(tasks, agents, attempts), backend, yes=yes, echo=echo)

@@ -59,7 +59,7 @@ def test_instance_type_override_without_a_price_is_refused(monkeypatch):
 def _confirm_command(yes: bool):
     @click.command()
     def cmd():
-        est = costs.estimate_and_confirm([("t", False, 45)], "aws", yes=yes)
+        est = costs.confirm([("t", False, 45)], "aws", yes=yes)
         click.echo(f"went ahead: {est.total_usd}")
 
     return cmd
@@ -80,4 +80,25 @@ def test_confirmation_asks_and_yes_skips():
 
 
 def test_local_backend_costs_nothing_and_asks_nothing():
-    assert costs.estimate_and_confirm([("t", True, 60)], "local") is None
+    assert costs.confirm([("t", True, 60)], "local") is None
+    assert costs.estimate_and_confirm("local", {"t": {"gpu": True}}, ["nop"], 3) is None
+
+
+def test_run_estimate_is_tasks_times_agents_times_attempts():
+    """The call `deploybench run` makes: tasks from task.yaml, agents, attempts each."""
+    tasks = {
+        "adalora_iclr23": {"gpu": True, "agent_minutes": 45, "verify_minutes": 15},
+        "silt_sosp11": {"gpu": False, "agent_minutes": 30, "verify_minutes": 15},
+    }
+    lines: list[str] = []
+    est = costs.estimate_and_confirm(
+        "aws", tasks, ["nop", "reference"], attempts=2, yes=True, echo=lines.append
+    )
+    assert est.machines == 8
+    gpu, cpu = est.rows
+    assert (gpu.task_id, gpu.machine_type, gpu.attempts, gpu.hours_each) == (
+        "adalora_iclr23", "g6.4xlarge", 4, 1.25,
+    )  # fmt: skip
+    assert (cpu.machine_type, cpu.attempts, cpu.hours_each) == ("m6i.4xlarge", 4, 1.0)
+    assert est.total_usd == pytest.approx(round(4 * 1.25 * 1.3232 + 4 * 0.768, 2))
+    assert "at most $" in lines[0]

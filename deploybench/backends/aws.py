@@ -58,10 +58,9 @@ class AwsBackend(CloudBackend):
                 "no AWS credentials found in the standard chain (environment, "
                 "~/.aws/credentials, SSO, instance role): configure one, e.g. `aws configure`"
             )
-        if request is not None:
-            if (request.image or self.default_image) != "ubuntu2204":
-                raise DeployBenchError("the aws backend offers one image: ubuntu2204")
-            operator_cidr(_endpoint_overridden())
+        if request is not None and (request.image or self.default_image) != "ubuntu2204":
+            raise DeployBenchError("the aws backend offers one image: ubuntu2204")
+        operator_cidr(_endpoint_overridden())  # before any machine, not in every attempt
 
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:
         public_key, private_key = ensure_ssh_key(folder, f"deploybench-{request.run_id}")

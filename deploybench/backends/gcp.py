@@ -79,10 +79,9 @@ class GcpBackend(CloudBackend):
     def sanity_check(self, request: MachineRequest | None = None) -> None:
         super().sanity_check(request)
         _google_default()
-        if request is not None:
-            if (request.image or self.default_image) != "ubuntu2204":
-                raise DeployBenchError("the gcp backend offers one image: ubuntu2204")
-            operator_cidr()
+        if request is not None and (request.image or self.default_image) != "ubuntu2204":
+            raise DeployBenchError("the gcp backend offers one image: ubuntu2204")
+        operator_cidr()  # before any machine, not in every attempt
 
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:
         public_key, private_key = ensure_ssh_key(folder, f"deploybench-{request.run_id}")
