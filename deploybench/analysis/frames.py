@@ -129,17 +129,16 @@ def _recovery(events: pd.DataFrame) -> pd.DataFrame:
 def _completion(att, commands, runs: Runs, catalog) -> pd.Series:
     """'meaningful' / 'shallow' / 'none' for every attempt (the table reads self-stops)."""
     by_attempt = commands.groupby("a")["command"].agg(list)
+    base: dict[str, list[str]] = {}
     out = {}
-    points_cache: dict[tuple[str, int], list[str]] = {}
     for a, task_id in att["task_id"].items():
-        verdict = runs.verdicts.get(a)
-        key = (task_id, id(verdict) if verdict else 0)
-        if key not in points_cache:
-            points_cache[key] = completion.entry_points(
-                {**catalog.get(task_id, {}), "id": task_id}, verdict
-            )
+        if task_id not in base:
+            base[task_id] = completion.entry_points({**catalog.get(task_id, {}), "id": task_id})
+        # The verifier's targets differ per attempt (they come from that attempt's verdict).
+        targets = completion.verifier_targets(task_id, runs.verdicts.get(a))
+        points = base[task_id] + [t for t in targets if t not in base[task_id]]
         cmds = [c for c in by_attempt.get(a, []) if isinstance(c, str)]
-        out[a] = completion.judge(cmds, points_cache[key])
+        out[a] = completion.judge(cmds, points)
     return pd.Series(out, dtype=object).reindex(att.index)
 
 

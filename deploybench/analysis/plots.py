@@ -101,7 +101,7 @@ def pass_rates(f: Frames, success: Table) -> str:
 
 def phase_shares(phases: Table) -> str:
     cols = [f"{ALL}, success %", f"{ALL}, failed %"]
-    frame = phases.frame.drop(index="sub-commands (n)")[cols].fillna(0)
+    frame = phases.frame.drop(index="sub-commands (n)")[cols].astype(float).fillna(0)
     fig, ax = plt.subplots(figsize=(11, 2.6))
     left = np.zeros(len(cols))
     cmap = plt.get_cmap("tab20")

@@ -206,8 +206,9 @@ def phases(f: Frames) -> list[Table]:
                 part["phase"].value_counts().reindex(order, fill_value=0)
             )
     counts = pd.DataFrame(cols, index=order).fillna(0).astype(int)
-    shares = counts.apply(lambda c: pd.Series(pct(c, c.sum()), index=c.index))
-    shares.loc["sub-commands (n)"] = counts.sum()
+    shares = counts.apply(lambda c: pd.Series(pct(c, c.sum()), index=c.index)).astype(object)
+    # the count row stays integer beside the float shares
+    shares.loc["sub-commands (n)"] = [int(v) for v in counts.sum()]
     return [
         Table(
             "5_phases",

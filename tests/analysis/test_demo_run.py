@@ -4,6 +4,7 @@ its results.jsonl and trajectories."""
 
 from pathlib import Path
 
+import pandas as pd
 from click.testing import CliRunner
 
 from deploybench.commands.report import report
@@ -32,18 +33,20 @@ def test_report_over_the_demo_run(tmp_path):
     ]
     assert set(tables) >= {f"{k}.csv" for k in keys}
     md = (out / "report.md").read_text()
-    # results.jsonl: reference passes legacycalc only (1 of 3); nop and overclaim pass nothing
-    assert "| Overall | 0.0% (0/3) | 0.0% (0/3) | 33.3% (1/3) |" in md
-    # legacycalc and kvservice are systems tasks: reference 1 of 2
-    assert "| Domain: Systems | 0.0% (0/2) | 0.0% (0/2) | 50.0% (1/2) |" in md
-    # the 8 failures are all caught by Layer 1 as dependency errors
-    assert (
-        "| Layer 1: dependency error | 3 | 100.0 | 3 | 100.0 | 2 | 100.0 | 8 | 100.0 | 17.5 |" in md
-    )
+    # results.jsonl: the reference passes all three tasks; nop and overclaim pass nothing
+    assert "| Overall | 0.0% (0/3) | 0.0% (0/3) | 100.0% (3/3) |" in md
+    # legacycalc and kvservice are systems tasks, tinytrain is AI/ML
+    assert "| Domain: Systems | 0.0% (0/2) | 0.0% (0/2) | 100.0% (2/2) |" in md
+    assert "| Domain: AI/ML | 0.0% (0/1) | 0.0% (0/1) | 100.0% (1/1) |" in md
+    # the 6 failures (nop, overclaim) are all caught by Layer 1 as dependency errors
+    assert "| Layer 1: dependency error | 3 | 100.0 | 3 | 100.0 | 0 | – | 6 | 100.0 | 17.5 |" in md
     # overclaim: 3 failed self-stops, each RUNBOOK says SUCCESS after a shallow check; nop
     # sends no command at all
     assert "| of those, RUNBOOK claimed SUCCESS | 0 | 3 | 0 | 3 | 55 |" in md
-    assert "| of those, shallow check only | 0 | 3 | 2 | 5 | – |" in md
+    assert "| of those, shallow check only | 0 | 3 | 0 | 3 | – |" in md
     assert "| of those, no command at all | 3 | 0 | 0 | 3 | – |" in md
+    # the reference's trajectories: 11, 8 and 11 commands (ansible steps and shell commands)
+    steps = pd.read_csv(out / "tables" / "4_trajectory_length.csv", index_col=0)
+    assert steps.loc["reference", "avg shell commands"] == (11 + 8 + 11) / 3
     page = (out / "report.html").read_text()
     assert page.count('<svg class="plot"') == 5

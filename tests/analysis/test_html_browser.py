@@ -96,3 +96,9 @@ def test_the_console_check_catches_errors(browser, tmp_path):
     run = open_page(browser, page, tmp_path, "--enable-logging=stderr", "--v=0", "--dump-dom")
     console = [line for line in run.stderr.splitlines() if CONSOLE.search(line)]
     assert len(console) == 2 and "Uncaught ReferenceError" in console[1]
+
+
+def test_page_of_the_demo_run(browser, tmp_path):
+    demo = Path(__file__).parent / "fixtures" / "demo_run"
+    result = write_report([demo], tmp_path / "out")
+    check_page(browser, result.html, tmp_path, tmp_path / "demo.png")
