@@ -101,15 +101,16 @@ def test_a_machine_that_dies_is_an_infra_error_retried_once(root_host, runs, tmp
     killed = []
 
     def kill_first_machine():
+        # Pull the plug once the agent is running: its log appears in the machine's overlay.
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not killed:
-            for info_file in machines_dir(state_home).glob("*/machine.json"):
-                time.sleep(6)  # let the agent start, then pull the plug
-                info = json.loads(info_file.read_text())
+        while time.monotonic() < deadline:
+            for log in machines_dir(state_home).glob("*/upper/home/vm/.deploybench/agent.log"):
+                info = json.loads((log.parents[4] / "machine.json").read_text())
+                time.sleep(1)
                 os.kill(info["init_pid"], signal.SIGKILL)
                 killed.append(info["name"])
                 return
-            time.sleep(0.2)
+            time.sleep(0.1)
 
     watcher = threading.Thread(target=kill_first_machine)
     watcher.start()
