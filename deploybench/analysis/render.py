@@ -88,6 +88,9 @@ def write_csvs(tables: list[Table], out: Path) -> list[Path]:
         path = folder / f"{table.key}.csv"
         table.frame.to_csv(path, index_label="")
         paths.append(path)
+        # the same table as Markdown, paper beside ours, for pasting one table alone
+        text = f"## {table.title}\n\n{markdown(display_frame(table))}\n"
+        (folder / f"{table.key}.md").write_text(text)
         counts = table.extra.get("counts")
         if isinstance(counts, pd.DataFrame):
             counts.to_csv(folder / f"{table.key}_counts.csv", index_label="")

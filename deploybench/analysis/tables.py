@@ -140,16 +140,11 @@ def failures(f: Frames) -> list[Table]:
             if category:
                 sel &= m["failure_category"] == category
             counts.append(int(sel.sum()))
-        cols[f"{label} n"] = counts
-        cols[f"{label} %"] = pct(counts, len(m))
+        # the last row is the denominator itself: n failed attempts, 100% when there are any
+        cols[f"{label} n"] = [*counts, len(m)]
+        cols[f"{label} %"] = pct([*counts, len(m)], len(m))
     index = [r[0] for r in FAILURE_ROWS]
-    frame = pd.DataFrame(cols, index=index)
-    frame.loc["failed attempts"] = [
-        len(failed if c.startswith(ALL) else failed[failed["label"] == c.rsplit(" ", 1)[0]])
-        if c.endswith(" n")
-        else 100.0
-        for c in frame.columns
-    ]
+    frame = pd.DataFrame(cols, index=[*index, "failed attempts"])
     fig = paper_figures()["failures"]
     paper_pct = [fig["rows"].get(_PAPER_FAILURE_ROWS.get(r, ""), np.nan) for r in index]
     paper = pd.DataFrame({"paper %": [*paper_pct, 100.0]}, index=[*index, "failed attempts"])

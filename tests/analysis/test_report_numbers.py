@@ -204,6 +204,7 @@ def test_cli_writes_every_table_and_the_page(computed, tmp_path):
     assert result.exit_code == 0, result.output
     for key in tables:
         assert (out / "tables" / f"{key}.csv").is_file()
+        assert (out / "tables" / f"{key}.md").read_text().startswith("## ")
     md = (out / "report.md").read_text()
     for table in tables.values():
         assert f"## {table.title}" in md
