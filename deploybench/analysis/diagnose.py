@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
@@ -28,6 +29,8 @@ PATTERNS_FILE = Path(__file__).with_name("failure_patterns.yaml")
 TEMPLATES = Path(__file__).with_name("templates")
 DIAGNOSIS = "diagnosis.json"
 _TAIL_BYTES = 4000
+ATTEMPTS = 3  # tries per request to the model server
+RETRY_SECONDS = 1.0
 _ERROR_LINE = re.compile(
     r"error|fail|not found|denied|killed|traceback|no module|cannot|refused|timed out", re.I
 )
@@ -193,17 +196,24 @@ def ask_model(prompt: str, model: str, base_url: str, timeout: float = 120) -> s
     if key:
         headers["Authorization"] = f"Bearer {key}"
     url = base_url.rstrip("/") + "/chat/completions"
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            data = json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        raise DeployBenchError(f"model server {url} answered HTTP {exc.code}") from None
-    except (urllib.error.URLError, TimeoutError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise DeployBenchError(f"model server {url} not reachable: {reason}") from None
-    except json.JSONDecodeError:
-        raise DeployBenchError(f"model server {url} did not answer JSON") from None
+    data = None
+    for attempt in range(1, ATTEMPTS + 1):
+        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                data = json.loads(response.read())
+            break
+        except urllib.error.HTTPError as exc:
+            # Rate limits and server errors pass; a 4xx other than 429 will not.
+            if exc.code not in (429, 500, 502, 503, 504) or attempt == ATTEMPTS:
+                raise DeployBenchError(f"model server {url} answered HTTP {exc.code}") from None
+        except (urllib.error.URLError, TimeoutError) as exc:
+            if attempt == ATTEMPTS:
+                reason = getattr(exc, "reason", exc)
+                raise DeployBenchError(f"model server {url} not reachable: {reason}") from None
+        except json.JSONDecodeError:
+            raise DeployBenchError(f"model server {url} did not answer JSON") from None
+        time.sleep(RETRY_SECONDS * attempt)
     try:
         return data["choices"][0]["message"]["content"] or ""
     except (KeyError, IndexError, TypeError):

@@ -33,12 +33,23 @@ def attempt_dir(run_dir: Path, row: dict[str, Any]) -> Path:
     return run_dir / row["task_id"] / row["agent"] / str(row["attempt"])
 
 
-def read_results(run_dir: Path) -> list[dict[str, Any]]:
+def read_results(run_dir: Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
     path = run_dir / RESULTS
     if not path.is_file():
         raise DeployBenchError(f"{path}: no results.jsonl (is {run_dir} a run folder?)")
+    text = path.read_text()
+    lines = text.splitlines()
+    if text and not text.endswith("\n") and lines:
+        # A crash mid-append leaves one line without its newline (see results.py): a run in
+        # that state is read without it, and said so, rather than refused.
+        try:
+            json.loads(lines[-1])
+        except json.JSONDecodeError:
+            lines.pop()
+            if notes is not None:
+                notes.append(f"{path}: the last line was cut off (a crash mid-write); skipped")
     rows = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -131,9 +142,11 @@ def load_runs(run_dirs: list[Path]) -> Runs:
     }
     verdicts: dict[int, dict[str, Any]] = {}
     missing: dict[str, int] = {}
+    notes: list[str] = []
+    disagree = 0
     for run_dir in run_dirs:
         run_dir = Path(run_dir)
-        for row in read_results(run_dir):
+        for row in read_results(run_dir, notes):
             index = len(results)
             results.append(row)
             folder = attempt_dir(run_dir, row)
@@ -154,12 +167,19 @@ def load_runs(run_dirs: list[Path]) -> Runs:
             verdict = folder / "verdict.json"
             if verdict.is_file():
                 verdicts[index] = read_verdict(verdict)
+                if row["passed"] is not None and verdicts[index]["passed"] != row["passed"]:
+                    disagree += 1
             elif row["status"] == "completed":
                 missing["verdict.json"] = missing.get("verdict.json", 0) + 1
-    notes = [
+    notes += [
         f"{count} completed attempt(s) have no {name}; they count from results.jsonl alone"
         for name, count in sorted(missing.items())
     ]
+    if disagree:
+        notes.append(
+            f"{disagree} attempt(s) where results.jsonl and verdict.json disagree on passed; "
+            "the tables follow results.jsonl"
+        )
     infra = sum(1 for r in results if r["status"] == "infra_error")
     if infra:
         notes.append(f"{infra} attempt(s) ended in infra_error and are left out of every table")

@@ -35,6 +35,11 @@ class ScriptedModel:
                     {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
                 )
                 answer = owner.answers.pop(0) if owner.answers else '{"root_cause": "unknown"}'
+                if isinstance(answer, int):  # a scripted HTTP error
+                    self.send_response(answer)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 data = json.dumps(
                     {"choices": [{"message": {"role": "assistant", "content": answer}}]}
                 ).encode()
@@ -150,6 +155,24 @@ def test_model_without_url_is_one_clear_error(hand_run):
     run_dir, catalog = hand_run
     with pytest.raises(DeployBenchError, match="--model and --llm-base-url go together"):
         diagnose_run(run_dir, catalog, "m", None)
+
+
+@pytest.fixture(autouse=True)
+def no_retry_wait(monkeypatch):
+    monkeypatch.setattr("deploybench.analysis.diagnose.RETRY_SECONDS", 0)
+
+
+def test_model_server_errors_are_retried_then_reported(hand_run):
+    run_dir, catalog = hand_run
+    # 503 then an answer: retried; then 400: not retried, one clear error
+    with (
+        ScriptedModel([503, '{"root_cause": "gcc is missing"}', 400]) as model,
+        pytest.raises(DeployBenchError, match=r"answered HTTP 400"),
+    ):
+        diagnose_run(run_dir, catalog, "m", model.url)
+    assert len(model.requests) == 3
+    saved = json.loads((run_dir / "t2_hand24" / "alpha" / "1" / "diagnosis.json").read_text())
+    assert saved["patterns"] == ["native build/toolchain"]
 
 
 def test_unreachable_model_server(hand_run):

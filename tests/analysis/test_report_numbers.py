@@ -260,3 +260,22 @@ def test_malformed_results_line(tmp_path):
 def test_not_a_run_folder(tmp_path):
     with pytest.raises(DeployBenchError, match="no results.jsonl"):
         write_report([tmp_path], tmp_path / "out")
+
+
+def test_cut_off_last_results_line_is_skipped_and_noted(tmp_path):
+    run_dir, catalog = handmade.build(tmp_path)
+    path = run_dir / "results.jsonl"
+    path.write_text(path.read_text() + '{"run_id": "hand", "task_id": "t1_')
+    f, _ = compute([run_dir], catalog)
+    assert len(f.attempts) == 7
+    assert any("cut off" in n for n in f.notes)
+
+
+def test_disagreeing_verdict_is_noted(tmp_path):
+    run_dir, catalog = handmade.build(tmp_path)
+    path = run_dir / "t2_hand24" / "beta" / "1" / "verdict.json"
+    data = json.loads(path.read_text())
+    data["passed"] = False
+    path.write_text(json.dumps(data))
+    f, _ = compute([run_dir], catalog)
+    assert any(n.startswith("1 attempt(s) where results.jsonl and verdict.json") for n in f.notes)
