@@ -14,6 +14,18 @@ import ansible_runner
 
 from deploybench.paths import REPO_ROOT
 
+# Cloud credentials the controller holds for Terraform and boto3. Ansible only needs SSH, and
+# ansible-runner copies the whole environment into artifacts/<id>/command inside the attempt
+# folder: blank them so no credential value lands there (nor reaches a play).
+_CLOUD_CREDENTIALS = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "GOOGLE_OAUTH_ACCESS_TOKEN",
+    "CLOUDSDK_AUTH_ACCESS_TOKEN",
+)
+
 
 @dataclass
 class PlaybookResult:
@@ -47,6 +59,7 @@ def run_playbook(
         "ANSIBLE_ROLES_PATH": f"{REPO_ROOT / 'roles'}:{REPO_ROOT / 'reference_setups'}",
         "PATH": f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
         "ANSIBLE_NOCOLOR": "1",
+        **{name: "" for name in _CLOUD_CREDENTIALS if name in os.environ},
     }
     result = ansible_runner.run(
         private_data_dir=str(private_dir),
