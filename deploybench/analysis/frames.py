@@ -67,7 +67,18 @@ def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:
         att[col] = pd.to_numeric(att[col], errors="coerce")
     att["tokens_total"] = att["tokens_in"] + att["tokens_out"]
 
-    events = pd.DataFrame(runs.events)
+    # Explicit types, so a run with no trajectory at all still gives well-typed empty columns.
+    events = pd.DataFrame(runs.events).astype(
+        {
+            "a": "int64",
+            "t": "float64",
+            "kind": object,
+            "command": object,
+            "exit_code": "float64",
+            "soft_timeout": "bool",
+            "path": object,
+        }
+    )
     events = events[events["a"].isin(att.index)].reset_index(drop=True)
     commands = events[events["kind"] == "command"]
     subs = _subcommands(commands)

@@ -279,3 +279,26 @@ def test_disagreeing_verdict_is_noted(tmp_path):
     path.write_text(json.dumps(data))
     f, _ = compute([run_dir], catalog)
     assert any(n.startswith("1 attempt(s) where results.jsonl and verdict.json") for n in f.notes)
+
+
+def test_run_without_any_trajectory_still_reports(tmp_path):
+    run_dir, catalog = handmade.build(tmp_path)
+    for path in run_dir.rglob("trajectory.jsonl"):
+        path.unlink()
+    result = write_report([run_dir], tmp_path / "out", catalog)
+    assert any(
+        n.startswith("7 completed attempt(s) have no trajectory.jsonl") for n in result.notes
+    )
+    length = pd.read_csv(tmp_path / "out" / "tables" / "4_trajectory_length.csv", index_col=0)
+    # steps come from results.jsonl (alpha 6, 6, 3); no command was recorded
+    assert length.loc[A, "avg steps"] == 5.0 and length.loc[A, "avg shell commands"] == 0
+    assert result.html.read_text().count('<svg class="plot"') == 5
+
+
+def test_only_infra_errors_is_one_clear_error(tmp_path):
+    run_dir, catalog = handmade.build(tmp_path)
+    path = run_dir / "results.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**r, "status": "infra_error"}) + "\n" for r in rows))
+    with pytest.raises(DeployBenchError, match="no completed attempts"):
+        compute([run_dir], catalog)
