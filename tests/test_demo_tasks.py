@@ -1,20 +1,18 @@
-"""The demo tasks: staging, their parts, and their verifiers on this host and on a fresh local
-machine (reference setup passes, the untouched repository fails with a sensible category)."""
+"""The demo tasks: staging, their parts, and their verifiers on this host. Their runs on fresh
+local machines are in test_run_pipeline.py."""
 
 import json
 import os
 import shutil
 import subprocess
 import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 import yaml
 
 from deploybench import catalog, staging, verification
 from deploybench.errors import DeployBenchError
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
 
 DEMOS = sorted(t for t, d in catalog.load_tasks().items() if d.get("demo"))
 HOST_PIP = shutil.which("python3") is not None
@@ -208,121 +206,5 @@ def test_kvservice_on_this_host_unpinned_werkzeug_fails_pinned_passes(tmp_path):
     assert "value_persisted_after_restart" in {c["name"] for c in verdict["layer2"]["checks"]}
 
 
-# --- On a fresh local machine: the reference setup passes, the untouched repository fails. ---
-
-PLAYBOOK = textwrap.dedent(
-    """\
-    - name: Stage a demo task, apply its reference setup (or nothing), run its verifier
-      hosts: machines
-      gather_facts: true
-      vars:
-        workdir: "/home/vm/Desktop/{{ task_id }}"
-      tasks:
-        - name: Trust the host's extra CAs (an egress proxy, if any) for pip on the machine
-          become: true
-          when: host_cas | length > 0
-          block:
-            - name: Copy the host's extra CAs
-              ansible.builtin.copy:
-                src: /usr/local/share/ca-certificates/
-                dest: /usr/local/share/ca-certificates/
-                mode: "0644"
-            - name: Update the CA store
-              ansible.builtin.command: update-ca-certificates
-              changed_when: true
-            - name: Point pip at the system CA store
-              ansible.builtin.copy:
-                content: "[global]\\ncert = /etc/ssl/certs/ca-certificates.crt\\n"
-                dest: /etc/pip.conf
-                mode: "0644"
-        - name: Make the workdir
-          ansible.builtin.file:
-            path: "{{ workdir }}"
-            state: directory
-            mode: "0755"
-        - name: Unpack the staged repository and the paper
-          ansible.builtin.unarchive:
-            src: "{{ staged }}"
-            dest: "{{ workdir }}"
-        - name: Set the role input
-          ansible.builtin.set_fact:
-            "{{ task_id ~ '_workdir' }}": "{{ workdir }}"
-        - name: Apply the reference setup
-          ansible.builtin.include_role:
-            name: "{{ task_id }}"
-          when: mode == 'reference'
-        - name: Run the verifier as root from a root-only folder
-          become: true
-          block:
-            - name: Make the root-only folder
-              ansible.builtin.file:
-                path: /root/.verify
-                state: directory
-                mode: "0700"
-            - name: Copy the verifier
-              ansible.builtin.copy:
-                src: "{{ verifier }}/"
-                dest: /root/.verify/
-                mode: preserve
-            - name: Run it and pack its logs
-              ansible.builtin.shell: |
-                cd /root/.verify
-                WORKDIR={{ workdir }} LOG_DIR=/root/.verify/logs timeout 300 bash verify.sh
-                tar -C /root/.verify/logs -czf /root/.verify/logs.tgz .
-              changed_when: true
-            - name: Fetch the logs
-              ansible.builtin.fetch:
-                src: /root/.verify/logs.tgz
-                dest: "{{ out }}/logs.tgz"
-                flat: true
-    """
-)
-
-
-@pytest.mark.slow
-@pytest.mark.privileged
-@pytest.mark.parametrize("mode", ["reference", "nop"])
-@pytest.mark.parametrize("task_id", DEMOS)
-def test_on_a_fresh_local_machine(task_id, mode, tmp_path, root_host, state_home):
-    out = tmp_path / "out"
-    out.mkdir()
-    repo = stage(task_id, tmp_path / "staged")
-    subprocess.run(["tar", "-C", repo, "-czf", out / "staged.tar.gz", "."], check=True)
-    (tmp_path / "play.yml").write_text(PLAYBOOK)
-    run_cli("provision", "--backend", "local", "--machines", "1")
-    inventory = next((state_home / "deployments").glob("*/inventory.ini"))
-    host_cas = [p.name for p in Path("/usr/local/share/ca-certificates").glob("*.crt")]
-    extra = {
-        "task_id": task_id,
-        "mode": mode,
-        "staged": str(out / "staged.tar.gz"),
-        "verifier": str(REPO / "verifiers" / task_id),
-        "out": str(out),
-        "host_cas": host_cas,
-    }
-    proc = subprocess.run(
-        [
-            Path(sys.executable).parent / "ansible-playbook",
-            "-i",
-            inventory,
-            tmp_path / "play.yml",
-            "-e",
-            json.dumps(extra),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "reference_setups")},
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    subprocess.run(["tar", "-C", logs, "-xzf", out / "logs.tgz"], check=True)
-    verdict = verification.verdict_from_logs(logs, 1.0)
-    if mode == "reference":
-        assert verdict["passed"] is True, verdict
-    else:
-        assert verdict["passed"] is False
-        # A fresh machine has neither make/g++ nor python3-venv: a missing dependency.
-        assert verification.failure_of(verdict) == (1, "dependency"), verdict
+# On fresh local machines, through the real pipeline: tests/test_run_pipeline.py runs every demo
+# task with the reference, nop and overclaim agents (what `make demo` runs).

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from deploybench.catalog import load_tasks
 from deploybench.local.machine import machines_dir
 from tests.conftest import DEPLOYBENCH, REPO, run_cli
 
@@ -36,28 +37,42 @@ def machine_processes(state_home: Path) -> list[str]:
     return [line for line in out.splitlines() if str(state_home) in line]
 
 
-def test_nop_and_overclaim_fail_and_the_agents_leftovers_are_gone(root_host, runs, state_home):
-    run_cli(
+def test_demo_reference_passes_nop_fails_overclaim_is_caught(root_host, runs, state_home):
+    # What `make demo` runs: every demo task with the three built-in agents.
+    out = run_cli(
         "run",
+        "--demo",
         "--agent",
-        "nop,overclaim",
-        "--tasks",
-        TASK,
+        "reference,nop,overclaim",
         "--parallel",
         "2",
         "--run-id",
-        "controls",
+        "demo",
+        timeout=1200,
+    ).stdout
+    assert "SUCCESS (overclaim)" in out
+    rows = results(runs / "demo")
+    demos = sorted(t for t, d in load_tasks().items() if d.get("demo"))
+    assert len(demos) >= 3
+    assert sorted((r["task_id"], r["agent"]) for r in rows) == sorted(
+        (t, a) for t in demos for a in ("nop", "overclaim", "reference")
     )
-    rows = {r["agent"]: r for r in results(runs / "controls")}
-    assert set(rows) == {"nop", "overclaim"}
-    for row in rows.values():
-        assert row["status"] == "completed" and row["passed"] is False
-        assert row["failure_layer"] in (1, 2) and row["failure_category"]
+    for row in rows:
+        assert row["status"] == "completed", row
         assert row["stop_type"] == "self_stop"
-    assert rows["nop"]["runbook_status"] is None
-    assert rows["overclaim"]["runbook_status"] == "SUCCESS"
+        if row["agent"] == "reference":
+            assert row["passed"] is True, row
+            assert row["runbook_status"] == "SUCCESS"
+        else:
+            assert row["passed"] is False, row
+            assert row["failure_layer"] in (1, 2) and row["failure_category"], row
+    for row in rows:
+        if row["agent"] == "nop":
+            assert row["runbook_status"] is None
+        if row["agent"] == "overclaim":
+            assert row["runbook_status"] == "SUCCESS"
 
-    attempt = runs / "controls" / TASK / "overclaim" / "1"
+    attempt = runs / "demo" / TASK / "overclaim" / "1"
     trajectory = [json.loads(x) for x in (attempt / "trajectory.jsonl").read_text().splitlines()]
     assert any("sleep 7777" in (e.get("command") or "") for e in trajectory)
     # The background sleep was running after the agent returned, and is gone before verify.
@@ -68,6 +83,14 @@ def test_nop_and_overclaim_fail_and_the_agents_leftovers_are_gone(root_host, run
     for name in ("git_status.txt", "git_diff.patch", "dpkg.txt", "changed_files.txt"):
         assert (attempt / "state" / name).is_file(), name
     assert "RUNBOOK.MD" in (attempt / "state/git_status.txt").read_text()
+    reference = runs / "demo" / TASK / "reference" / "1"
+    changed = (reference / "state/changed_files.txt").read_text()
+    assert "/usr/bin/g++" in changed or "g++" in changed  # the toolchain it installed
+    commands = [
+        json.loads(x).get("command") or ""
+        for x in (reference / "trajectory.jsonl").read_text().splitlines()
+    ]
+    assert any("make" in c for c in commands)
     assert not machine_processes(state_home), "a machine outlived its attempt"
 
 
