@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+import jsonschema
 
 from deploybench import contracts
 from deploybench.errors import DeployBenchError
@@ -27,6 +30,18 @@ class Runs:
     events: dict[str, list[Any]]
     verdicts: dict[int, dict[str, Any]]
     notes: list[str] = field(default_factory=list)
+
+
+@cache
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(getattr(contracts, name))
+
+
+def _check(name: str, data: Any, what: str) -> None:
+    """contracts.check with a validator built once: is_valid is the fast path, and only
+    invalid data pays for the one-line message."""
+    if not _validator(name).is_valid(data):
+        contracts.check(getattr(contracts, name), data, what)
 
 
 def attempt_dir(run_dir: Path, row: dict[str, Any]) -> Path:
@@ -56,7 +71,7 @@ def read_results(run_dir: Path, notes: list[str] | None = None) -> list[dict[str
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DeployBenchError(f"{path}:{number}: not JSON ({exc.msg})") from None
-        contracts.check(contracts.RESULT, row, f"{path}:{number}")
+        _check("RESULT", row, f"{path}:{number}")
         rows.append(row)
     return rows
 
@@ -130,7 +145,7 @@ def read_verdict(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise DeployBenchError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
-    contracts.check(contracts.VERDICT, data, str(path))
+    _check("VERDICT", data, str(path))
     return data
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -23,9 +23,9 @@ LABELS = ("Inspect", "Adapt", "Loop", "Abort", "Other")
 ACTION_KINDS = ("command", "file_read", "file_edit", "finish")
 
 
-@dataclass(frozen=True)
-class Action:
-    """One action of an attempt: a shell command, a structured file read/edit, or finish."""
+class Action(NamedTuple):
+    """One action of an attempt: a shell command, a structured file read/edit, or finish.
+    (A NamedTuple: the report builds hundreds of thousands of them.)"""
 
     kind: str
     command: str | None = None
