@@ -3,6 +3,7 @@ sub-command and per failed command. Rules run once per distinct command string."
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ from deploybench.analysis.diagnose import diagnose_by_rules
 from deploybench.analysis.load import Runs
 from deploybench.analysis.phases import classify
 from deploybench.analysis.shell_split import split_subcommands
+from deploybench.errors import DeployBenchError
 
 DOMAINS = {"ai_ml": "AI/ML", "scientific": "Scientific", "systems": "Systems"}
 
@@ -35,9 +37,9 @@ def label_of(agent: str, model: str | None) -> str:
 
 def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:
     notes = list(runs.notes)
+    if not any(r["status"] == "completed" for r in runs.results):
+        raise DeployBenchError("no completed attempts in the runs given")
     att = pd.DataFrame(runs.results)
-    if att.empty:
-        att = pd.DataFrame(columns=["task_id", "agent", "model", "status", "attempt", "passed"])
     att["label"] = [label_of(a, m) for a, m in zip(att["agent"], att["model"], strict=True)]
     att = att[att["status"] == "completed"].copy()
     att["passed"] = att["passed"].fillna(False).astype(bool)
@@ -155,9 +157,8 @@ def _completion(att, commands, runs: Runs, catalog) -> pd.Series:
 
 def _patterns(att, runs: Runs) -> pd.Series:
     """Failure patterns per failed attempt: a diagnosis.json written by `deploybench diagnose`
-    when there is one, else the rules over the verdict and verifier log."""
-    import json
-
+    when there is one, else the same rules `diagnose` runs without a model (the verdict, the
+    verifier's stdout and the agent log)."""
     out = {}
     for a in att.index[~att["passed"]]:
         folder = runs.attempt_dirs[a]
@@ -165,5 +166,6 @@ def _patterns(att, runs: Runs) -> pd.Series:
         if saved.is_file():
             out[a] = list(json.loads(saved.read_text()).get("patterns") or [])
         else:
-            out[a] = diagnose_by_rules(runs.results[a], runs.verdicts.get(a), None)["patterns"]
+            found = diagnose_by_rules(runs.results[a], runs.verdicts.get(a), folder)
+            out[a] = found["patterns"]
     return pd.Series(out, dtype=object).reindex(att.index)

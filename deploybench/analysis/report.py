@@ -8,7 +8,6 @@ from pathlib import Path
 from deploybench.analysis import frames, html_page, plots, render, tables
 from deploybench.analysis.load import load_runs
 from deploybench.catalog import load_tasks
-from deploybench.errors import DeployBenchError
 from deploybench.paths import TASKS_DIR
 
 
@@ -28,8 +27,6 @@ def compute(run_dirs: list[Path], catalog_dir: Path | None = None):
     catalog = load_tasks(catalog_dir) if catalog_dir.is_dir() else {}
     runs = load_runs([Path(r) for r in run_dirs])
     f = frames.build(runs, catalog)
-    if f.attempts.empty:
-        raise DeployBenchError("no completed attempts in " + ", ".join(map(str, run_dirs)))
     return f, tables.all_tables(f)
 
 
