@@ -1,7 +1,7 @@
 """Failure diagnosis (ANALYSIS.md section 9): one diagnosis per failed attempt, mapped to the
 five failure patterns by keyword rules (failure_patterns.yaml).
 
-With a model configured, a prompt of our own (templates/diagnose_prompt.md.j2: the final
+With a model configured, a prompt of our own (diagnose_prompt.md.j2: the final
 machine state, the verifier output and the task's reference setup as ground truth) goes to an
 OpenAI-compatible `<base_url>/chat/completions`, and the root cause it names is mapped. With no
 model, the rules read the verifier output and the logs alone."""
@@ -26,7 +26,7 @@ import yaml
 from deploybench.errors import DeployBenchError
 
 PATTERNS_FILE = Path(__file__).with_name("failure_patterns.yaml")
-TEMPLATES = Path(__file__).with_name("templates")
+TEMPLATES = Path(__file__).parent  # the .j2 files sit beside the code (package data)
 DIAGNOSIS = "diagnosis.json"
 _TAIL_BYTES = 4000
 ATTEMPTS = 3  # tries per request to the model server

@@ -9,7 +9,7 @@ import jinja2
 from deploybench.analysis.render import display_frame, html_table, paper_joins
 from deploybench.analysis.tables import Table
 
-TEMPLATES = Path(__file__).with_name("templates")
+TEMPLATES = Path(__file__).parent  # the .j2 files sit beside the code (package data)
 
 
 def render_page(
