@@ -23,7 +23,8 @@ import click
     "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder."
 )
 def report(run_dirs: tuple[Path, ...], catalog: Path | None, out: Path) -> None:
-    """Compute the paper's tables (CSV + Markdown) and an HTML page with plots from RUN_DIR...."""
+    """Compute the paper's tables (CSV + Markdown) and one HTML page with plots from one or
+    more run folders."""
     from deploybench.analysis.report import write_report
 
     result = write_report(list(run_dirs), out, catalog)
