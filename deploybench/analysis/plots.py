@@ -145,6 +145,14 @@ def recovery_labels(rec: Table) -> str:
             edgecolor="white",
         )
     ax.set_xticks(x, frame.index)
+    if not (rec.frame["success n"].sum() + rec.frame["failed n"].sum()):
+        ax.text(
+            0.5,
+            0.9,
+            "no failed command in these runs: the paper's shares alone",
+            transform=ax.transAxes,
+            ha="center",
+        )
     ax.set_ylabel("share of failed commands (%)")
     ax.set_title("What follows a failed command")
     ax.legend(fontsize=7, frameon=False, ncol=n, loc="upper center", bbox_to_anchor=(0.5, -0.1))
