@@ -195,9 +195,8 @@ def run(**kwargs) -> None:
     click.echo(f"results: {run_dir / 'results.jsonl'}")
 
 
-def record_validated(task_id: str, row: dict, image: str) -> None:
+def record_validated(path: Path, row: dict, image: str) -> None:
     """Rewrite the task's top-level `validated:` entry in place (the rest of the file as is)."""
-    path = TASKS_DIR / task_id / "task.yaml"
     text = path.read_text()
     entry = (
         f'validated:\n  at: "{row["finished_at"]}"\n  backend: {row["backend"]}\n'
@@ -239,7 +238,11 @@ def validate_references(
     failed = []
     for row in rows:
         if row["passed"]:
-            record_validated(row["task_id"], row, image or get_backend(backend).default_image)
+            record_validated(
+                TASKS_DIR / row["task_id"] / "task.yaml",
+                row,
+                image or get_backend(backend).default_image,
+            )
             click.echo(f"{row['task_id']}: validated ({row['finished_at']}, {row['backend']})")
         else:
             why = (
