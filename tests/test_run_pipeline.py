@@ -195,3 +195,43 @@ def test_bad_run_input_is_one_line(runs):
     proc = run_cli("run", "--agent", "gpt", "--tasks", TASK, check=False)
     assert "unknown agent 'gpt'" in proc.stderr
     assert not runs.exists() or not any(runs.iterdir())
+
+
+def test_budget_and_step_limit_end_a_command_agent(root_host, runs, tmp_path, state_home):
+    # `stuck` never ends by itself: the budget must stop it (and the background child it left).
+    # `stepper` writes a contract-5 trajectory that hits its step limit without finishing.
+    steps = "".join(
+        f'{{"step": {i}, "t": {i}, "kind": "command", "command": "ls", "exit_code": 0}}\\n'
+        for i in range(1, 4)
+    )
+    config = tmp_path / "agents.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "stuck": {"command": "(sleep 900 &) ; sleep 900"},
+                "stepper": {"command": f"printf '{steps}' > {{trajectory_file}}", "max_steps": 3},
+            }
+        )
+    )
+    run_cli(
+        "run",
+        "--agent",
+        "stuck,stepper",
+        "--agent-config",
+        config,
+        "--tasks",
+        TASK,
+        "--agent-seconds",
+        "5",
+        "--parallel",
+        "2",
+        "--run-id",
+        "limits",
+    )
+    rows = {r["agent"]: r for r in results(runs / "limits")}
+    assert rows["stuck"]["stop_type"] == "timeout"
+    assert 5 <= rows["stuck"]["agent_seconds"] < 30
+    stuck = runs / "limits" / TASK / "stuck" / "1"
+    assert "sleep 900" not in (stuck / "verifier/processes_before_verify.txt").read_text()
+    assert rows["stepper"]["stop_type"] == "max_steps"
+    assert rows["stepper"]["steps"] == 3
