@@ -13,6 +13,7 @@ import secrets
 import shutil
 import threading
 import time
+import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -180,9 +181,11 @@ class Runner:
                 row = self._execute(attempt, folder)
                 (folder / "timing.json").write_text(json.dumps({"wall_seconds": elapsed(clock)}))
                 break
-            except (InfraError, DeployBenchError) as exc:
+            except Exception as exc:  # any harness failure is not the agent's
                 if self.cancelled.is_set():
                     raise KeyboardInterrupt from exc
+                if not isinstance(exc, DeployBenchError):
+                    (folder / "harness_error.txt").write_text(traceback.format_exc())
                 append_jsonl(
                     self.o.run_dir / "infra_errors.jsonl",
                     {
@@ -200,10 +203,20 @@ class Runner:
                 row = self._infra_line(attempt, started_at)
         self.store.append(row)
         if self.o.upload:
-            from deploybench import storage
-
-            storage.upload_attempt(folder, self.o.upload)
+            self._upload(folder if row["status"] == "completed" else kept)
         return row
+
+    def _upload(self, folder: Path) -> None:
+        """Upload one attempt; a failed upload is logged, never fatal (`upload` can resume it)."""
+        from deploybench import storage
+
+        try:
+            storage.upload_attempt(folder, self.o.upload)
+        except Exception as exc:  # the results matter more than the copy
+            append_jsonl(
+                self.o.run_dir / "upload_errors.jsonl",
+                {"folder": str(folder), "reason": f"{type(exc).__name__}: {exc}", "at": now()},
+            )
 
     def _infra_line(self, attempt: Attempt, started_at: str) -> dict[str, Any]:
         agent = self.agents[attempt.agent]

@@ -174,3 +174,35 @@ def test_bad_urls_are_one_clear_error():
     for url in ("https://bucket/x", "s3://", "bucket/prefix"):
         with pytest.raises(DeployBenchError, match="s3://bucket/prefix"):
             storage.parse_s3_url(url)
+
+
+@pytest.mark.slow
+@pytest.mark.privileged
+def test_run_uploads_each_attempt_when_it_ends(s3, tmp_path, root_host, state_home, monkeypatch):
+    from tests.conftest import run_cli
+
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("DEPLOYBENCH_RUNS", str(runs))
+    run_cli(
+        "run",
+        "--agent",
+        "nop",
+        "--tasks",
+        "legacycalc_demo24",
+        "--run-id",
+        "up",
+        "--upload",
+        f"s3://{BUCKET}/results",
+    )
+    keys = {
+        obj["Key"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET)
+        for obj in page.get("Contents", [])
+    }
+    attempt = runs / "up" / "legacycalc_demo24" / "nop" / "1"
+    assert "results/up/legacycalc_demo24/nop/1/verdict.json" in keys
+    assert "results/up/legacycalc_demo24/nop/1/trajectory.jsonl" in keys
+    local = {str(p.relative_to(attempt)) for p in attempt.rglob("*") if p.is_file()}
+    uploaded = {k.split("/nop/1/", 1)[1] for k in keys if "/nop/1/" in k}
+    assert "verdict.json" in uploaded and uploaded <= local
+    assert not (runs / "up" / "upload_errors.jsonl").exists()
