@@ -8,7 +8,7 @@ MACHINES ?= 1
 TASKS    ?=
 PYTEST_ARGS ?=
 
-.PHONY: install test lint demo provision destroy machines bench validate-references clean
+.PHONY: install test lint demo provision destroy machines bench validate-references report clean
 
 $(VENV)/.installed: pyproject.toml .ci/apt-packages.txt
 	scripts/install_host_deps.sh
@@ -48,3 +48,8 @@ bench: install
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+RUN ?=
+report: install
+	@test -n "$(RUN)" || { echo "make report RUN=runs/<run-id>"; exit 2; }
+	$(DB) report $(RUN) --out $(RUN)/report
