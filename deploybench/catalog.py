@@ -41,7 +41,7 @@ def _display(path: Path, root: Path | None = None) -> str:
         except ValueError:
             return str(path)
     parts = Path(path).parts
-    return "/".join(parts[-3:]) if len(parts) >= 3 else str(path)
+    return str(Path(*parts[-3:])) if len(parts) > 3 else str(path)
 
 
 def _field(error: jsonschema.ValidationError) -> str:
