@@ -8,34 +8,8 @@
 # owner of WORKDIR, on readings of its own (same distribution, different draw and size), and
 # checks the checkpoint and the metrics. RUNBOOK.MD is never read.
 # checks.json: [{"name", "passed", "detail"}]. Exit 0 whenever it ran to the end.
-set -u
-: "${WORKDIR:?set WORKDIR to the staged repository}"
-: "${LOG_DIR:?set LOG_DIR to the log folder}"
-mkdir -p "$LOG_DIR"
-CHECKS="$LOG_DIR/checks.tsv"
-: >"$CHECKS"
-SCRATCH=$(mktemp -d /tmp/deploybench-verify.XXXXXX)
-OWNER=$(stat -c %U "$WORKDIR" 2>/dev/null || echo root)
-chown "$OWNER" "$SCRATCH" 2>/dev/null || true
-trap 'rm -rf "$SCRATCH"' EXIT
-
-check() { # name passed(true|false) detail
-  printf '%s\t%s\t%s\n' "$1" "$2" "$(printf '%s' "$3" | tr '\t\n' '  ' | cut -c1-500)" >>"$CHECKS"
-}
-as_owner() {
-  if [ "$(id -u)" = 0 ] && [ "$OWNER" != root ]; then runuser -u "$OWNER" -- "$@"; else "$@"; fi
-}
-write_checks() {
-  python3 - "$CHECKS" "$LOG_DIR/checks.json" <<'PY'
-import json, sys
-rows = []
-for line in open(sys.argv[1]):
-    name, passed, detail = (line.rstrip("\n").split("\t") + ["", ""])[:3]
-    rows.append({"name": name, "passed": passed == "true", "detail": detail})
-json.dump(rows, open(sys.argv[2], "w"), indent=2)
-PY
-  rm -f "$CHECKS"
-}
+# shellcheck source=../global/verify_lib.sh
+. "$(dirname "$0")/verify_lib.sh"
 
 PY_ENV="$WORKDIR/env/bin/python"
 ROWS=90

@@ -1,0 +1,1 @@
+../global/verify_lib.sh
