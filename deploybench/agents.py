@@ -27,6 +27,11 @@ class AgentSpec:
     install: str = ""
     max_steps: int = 0
     converter: str = "contract5"
+    # An OpenAI-compatible endpoint, for {llm_base_url} in the command.
+    base_url: str = ""
+    # Names of environment variables (API keys) passed from the controller's environment to
+    # the agent's process at launch; their values are never written to the run folder.
+    env_from_controller: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def extravars(self) -> dict[str, Any]:
@@ -38,12 +43,17 @@ class AgentSpec:
             "agent_command_install": self.install,
             "agent_command_model": self.model or "",
             "agent_command_max_steps": self.max_steps,
+            "agent_command_base_url": self.base_url,
+            "agent_command_env_names": list(self.env_from_controller),
         }
 
 
-def load_agent(name: str, config: Path | None = None) -> AgentSpec:
+def load_agent(
+    name: str, config: Path | None = None, llm_base_url: str | None = None
+) -> AgentSpec:
     """A built-in agent by name, or a command agent from a YAML file of agent specs:
-    {name: {command: "...", install: "...", model: ..., max_steps: N, converter: ...}}."""
+    {name: {command: "...", install: "...", model: ..., max_steps: N, converter: ...,
+    base_url: ..., env_from_controller: [OPENAI_API_KEY]}}; `llm_base_url` overrides base_url."""
     if name in BUILTIN_KINDS:
         return AgentSpec(name=name, kind=BUILTIN_KINDS[name])
     if config is None:
@@ -63,4 +73,6 @@ def load_agent(name: str, config: Path | None = None) -> AgentSpec:
         install=spec.get("install", ""),
         max_steps=int(spec.get("max_steps", 0)),
         converter=spec.get("converter", "contract5"),
+        base_url=llm_base_url or spec.get("base_url") or "",
+        env_from_controller=[str(n) for n in spec.get("env_from_controller") or []],
     )

@@ -36,6 +36,19 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def read_native(path: Path) -> list[dict[str, Any]]:
+    """An agent's native log: JSON lines, or one JSON document (a dict is one row), as some
+    scaffolds (mini-swe-agent) write their whole trajectory as a single indented object."""
+    text = Path(path).read_text()
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        return read_jsonl(path)
+    if isinstance(doc, dict):
+        return [doc]
+    return doc if isinstance(doc, list) else read_jsonl(path)
+
+
 def from_contract5(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for number, row in enumerate(rows, start=1):
         contracts.check(contracts.TRAJECTORY_EVENT, row, f"trajectory event {number}")
@@ -96,9 +109,117 @@ def from_claude_stream_json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in e.items() if v is not None} for e in events]
 
 
+MINI_SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+def from_mini_swe_agent(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """mini-swe-agent's `-o` trajectory (one JSON object, trajectory_format mini-swe-agent-1.x):
+    `messages` in order. Each model call is a step: an assistant message (its text a think
+    event, each of its `extra.actions` a command event, the call's usage on the step's first
+    event), or a user message with `extra.interrupt_type: FormatError` (a reply it could not
+    parse: an error event). Tool messages (or, for text-based models, user messages with
+    `extra.returncode`) carry each command's exit code and output. The last message has role
+    `exit`: `Submitted` (the agent echoed COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT, which is not
+    run as a command) becomes the finish event; any other exit status (LimitsExceeded,
+    TimeExceeded, RepeatedFormatError, an exception) a message or error event at the last step."""
+    doc = rows[0] if len(rows) == 1 and "messages" in rows[0] else {"messages": rows}
+    messages = [m for m in doc.get("messages") or [] if isinstance(m, dict)]
+    stamps = [
+        (m.get("extra") or {}).get("timestamp")
+        for m in messages
+        if isinstance((m.get("extra") or {}).get("timestamp"), (int, float))
+    ]
+    t0 = min(stamps, default=0.0)
+    events: list[dict[str, Any]] = []
+    by_call: dict[str, dict[str, Any]] = {}
+    pending: list[dict[str, Any]] = []
+    step, t = 0, 0.0
+
+    def text_of(message: dict[str, Any]) -> str:
+        content = message.get("content")
+        if isinstance(content, list):  # multimodal blocks
+            return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+        return content if isinstance(content, str) else ""
+
+    def charge(first: dict[str, Any], extra: dict[str, Any]) -> None:
+        usage = (
+            (extra.get("response") or {}).get("usage")
+            if isinstance(extra.get("response"), dict)
+            else None
+        )
+        usage = usage or {}
+        first["tokens_in"] = usage.get("prompt_tokens")
+        first["tokens_out"] = usage.get("completion_tokens")
+        if extra.get("cost"):  # 0.0 means unknown (cost tracking off), not free
+            first["cost_usd"] = extra["cost"]
+
+    for message in messages:
+        role, extra = message.get("role"), message.get("extra") or {}
+        if isinstance(extra.get("timestamp"), (int, float)):
+            t = extra["timestamp"] - t0
+        if role == "assistant":
+            step += 1
+            made: list[dict[str, Any]] = []
+            if text_of(message).strip():
+                made.append(_event(step, t, "think", output=text_of(message)))
+            for action in extra.get("actions") or []:
+                ev = _event(step, t, "command", command=action.get("command"))
+                made.append(ev)
+                pending.append(ev)
+                if action.get("tool_call_id"):
+                    by_call[action["tool_call_id"]] = ev
+            if not made:
+                made.append(_event(step, t, "message", output=""))
+            charge(made[0], extra)
+            events.extend(made)
+        elif role == "user" and extra.get("interrupt_type") == "FormatError":
+            step += 1
+            ev = _event(step, t, "error", output=text_of(message))
+            charge(ev, extra)
+            events.append(ev)
+        elif role == "tool" or (role == "user" and "returncode" in extra):
+            ev = by_call.pop(message.get("tool_call_id") or "", None)
+            if ev is None and pending:
+                ev = pending[0]
+            if ev is None:
+                continue
+            pending = [e for e in pending if e is not ev]
+            output = extra.get("raw_output")
+            ev["output"] = (output if isinstance(output, str) else text_of(message))[-OUTPUT_LIMIT:]
+            ev["exit_code"] = extra.get("returncode")
+            ev["soft_timeout"] = extra.get("exception_type") == "TimeoutExpired"
+        elif role == "exit":
+            status = extra.get("exit_status") or text_of(message)
+            if status == "Submitted":
+                last = next((e for e in reversed(events) if e["kind"] == "command"), None)
+                submit = (
+                    last is not None
+                    and last.get("exit_code") is None
+                    and MINI_SUBMIT_MARKER in (last.get("command") or "")
+                )
+                if submit:
+                    events.remove(last)
+                finish = _event(max(step, 1), t, "finish", output=extra.get("submission") or "")
+                if submit:
+                    finish.update(
+                        {k: last[k] for k in ("tokens_in", "tokens_out", "cost_usd") if k in last}
+                    )
+                events.append(finish)
+            else:
+                kind = "message" if status in ("LimitsExceeded", "TimeExceeded") else "error"
+                detail = extra.get("exception_str") or ""
+                events.append(
+                    _event(
+                        step, t, kind, output=f"exit: {status}" + (f": {detail}" if detail else "")
+                    )
+                )
+    return [{k: v for k, v in e.items() if v is not None} for e in events]
+
+
 CONVERTERS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
     "contract5": from_contract5,
     "claude-stream-json": from_claude_stream_json,
+    "mini-swe-agent": from_mini_swe_agent,
 }
 
 
@@ -107,7 +228,7 @@ def convert(native: Path, converter: str, out: Path) -> list[dict[str, Any]]:
         raise DeployBenchError(
             f"unknown trajectory converter {converter!r}: {', '.join(CONVERTERS)}"
         )
-    events = CONVERTERS[converter](read_jsonl(native)) if native.is_file() else []
+    events = CONVERTERS[converter](read_native(native)) if native.is_file() else []
     write(events, out)
     return events
 

@@ -87,6 +87,7 @@ def execute(
     image: str | None,
     upload: str | None,
     yes: bool,
+    llm_base_url: str | None = None,
 ) -> tuple[Path, list[dict]]:
     run_id = run_id or f"run-{now().replace(':', '').replace('-', '').lower()}"
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", run_id):
@@ -106,7 +107,7 @@ def execute(
     agent_names = [a.strip() for a in (agent or "").split(",") if a.strip()]
     if not agent_names:
         raise DeployBenchError("name the agents: --agent reference,nop,...")
-    agents = [load_agent(name, agent_config) for name in agent_names]
+    agents = [load_agent(name, agent_config, llm_base_url) for name in agent_names]
     chosen_backend = get_backend(backend)
     chosen_backend.sanity_check()
     if backend in ("aws", "gcp"):
@@ -174,6 +175,11 @@ def execute(
     "--agent-config",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="YAML file of command agents: {name: {command, install, model, ...}}.",
+)
+@click.option(
+    "--llm-base-url",
+    default=None,
+    help="OpenAI-compatible endpoint for command agents ({llm_base_url}; overrides base_url).",
 )
 @click.option(
     "--agent-seconds",
