@@ -26,7 +26,7 @@ from deploybench import ansible, inventory, trajectories, verification
 from deploybench.agents import AgentSpec
 from deploybench.backends import Backend, MachineRequest
 from deploybench.errors import DeployBenchError, InfraError
-from deploybench.paths import PLAYBOOKS_DIR, state_home
+from deploybench.paths import PLAYBOOKS_DIR, REPO_ROOT, state_home
 from deploybench.results import ResultsStore, append_jsonl
 
 
@@ -89,6 +89,7 @@ class Runner:
             extravars = {
                 "task_id": attempt.task_id,
                 "attempt_dir": str(folder.resolve()),
+                "deploybench_repo": str(REPO_ROOT),
                 **agent.extravars(),
             }
             if self.o.agent_seconds:

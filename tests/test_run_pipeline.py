@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from deploybench.catalog import load_tasks
 from deploybench.local.machine import machines_dir
@@ -235,3 +236,44 @@ def test_budget_and_step_limit_end_a_command_agent(root_host, runs, tmp_path, st
     assert "sleep 900" not in (stuck / "verifier/processes_before_verify.txt").read_text()
     assert rows["stepper"]["stop_type"] == "max_steps"
     assert rows["stepper"]["steps"] == 3
+
+
+def test_a_verifier_that_overruns_its_budget_is_a_verifier_timeout(root_host, runs, tmp_path):
+    # A checkout whose one task has a verifier that never ends, and a 1-minute verify budget.
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    for name in (
+        "playbooks",
+        "roles",
+        "reference_setups",
+        "terraform",
+        "ansible.cfg",
+        "run_task.yml",
+    ):
+        (repo / name).symlink_to(REPO / name)
+    task = yaml.safe_load((REPO / "tasks" / TASK / "task.yaml").read_text())
+    task.update(id="slowverify_demo24", verify_minutes=1)
+    task["repo"]["url"] = "demo:tasks/slowverify_demo24/artifact"
+    (repo / "tasks/slowverify_demo24").mkdir(parents=True)
+    (repo / "tasks/schema.json").symlink_to(REPO / "tasks/schema.json")
+    (repo / "tasks/slowverify_demo24/task.yaml").write_text(yaml.safe_dump(task))
+    (repo / "tasks/slowverify_demo24/artifact").symlink_to(REPO / "tasks" / TASK / "artifact")
+    (repo / "verifiers/slowverify_demo24").mkdir(parents=True)
+    (repo / "verifiers/global").symlink_to(REPO / "verifiers/global")
+    (repo / "verifiers/slowverify_demo24/verify.sh").write_text("sleep 600\n")
+
+    run_cli(
+        "run",
+        "--agent",
+        "nop",
+        "--tasks",
+        "slowverify_demo24",
+        "--run-id",
+        "slow",
+        env={"DEPLOYBENCH_REPO": str(repo)},
+        timeout=400,
+    )
+    (row,) = results(runs / "slow")
+    assert row["status"] == "completed" and row["passed"] is False
+    assert (row["failure_layer"], row["failure_category"]) == (2, "verifier_timeout")
+    assert 60 <= row["verify_seconds"] < 120
