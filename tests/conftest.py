@@ -30,6 +30,13 @@ def run_cli(*args, env=None, check=True, timeout=600, **kwargs):
     return proc
 
 
+def require(present: bool, what: str) -> None:
+    """A test whose tool is missing fails and says what to install; it is never skipped, so a
+    green run means everything ran (`make test` and CI install what the tests need)."""
+    if not present:
+        pytest.fail(f"this test needs {what}", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def root_host():
     """Local machines need root, mmdebstrap and unshare: say so plainly instead of skipping."""

@@ -20,14 +20,15 @@ from deploybench import contracts, storage
 from deploybench.backends import MachineRequest, get_backend
 from deploybench.terraform import plugin_dir
 from tests import moto_server
-from tests.conftest import DEPLOYBENCH, REPO, run_cli
+from tests.conftest import DEPLOYBENCH, REPO, require, run_cli
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        plugin_dir() is None, reason="needs the AWS provider mirror (/opt/tf-plugins)"
-    ),
-]
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture(autouse=True)
+def _provider_mirror():
+    require(plugin_dir() is not None, "the AWS provider mirror (/opt/tf-plugins)")
+
 
 OPERATOR = "203.0.113.7/32"
 CANONICAL = "099720109477"

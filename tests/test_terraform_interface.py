@@ -17,12 +17,17 @@ import pytest
 
 from deploybench.backends import MachineRequest, get_backend
 from deploybench.terraform import plugin_dir
+from tests.conftest import require
 
 REPO = Path(__file__).resolve().parent.parent
 TF = REPO / "terraform"
 INTERFACE = json.loads((TF / "interface.json").read_text())
 MODULES = sorted(p for p in (TF / "modules").iterdir() if p.is_dir())
-needs_terraform = pytest.mark.skipif(shutil.which("terraform") is None, reason="no terraform")
+
+
+@pytest.fixture
+def needs_terraform():
+    require(shutil.which("terraform") is not None, "terraform on PATH")
 
 
 def _unquote(name: str) -> str:
@@ -154,8 +159,7 @@ def test_backend_passes_only_variables_its_env_declares(name, tmp_path, monkeypa
         assert tfvars["machine_type_gpu"] == "g2-standard-16"
 
 
-@needs_terraform
-def test_terraform_fmt_is_clean():
+def test_terraform_fmt_is_clean(needs_terraform):
     proc = subprocess.run(
         ["terraform", "fmt", "-check", "-recursive", "-diff", str(TF)],
         capture_output=True,
@@ -165,12 +169,11 @@ def test_terraform_fmt_is_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@needs_terraform
 @pytest.mark.slow
-@pytest.mark.skipif(plugin_dir() is None, reason="needs the AWS provider mirror")
-def test_aws_module_terraform_test_files(tmp_path):
+def test_aws_module_terraform_test_files(tmp_path, needs_terraform):
     """`terraform test` on a copy of the module (init writes a lock file; the checkout stays
     clean), with the provider mocked: no endpoint, no credentials."""
+    require(plugin_dir() is not None, "the AWS provider mirror (/opt/tf-plugins)")
     work = tmp_path / "aws"
     shutil.copytree(TF / "modules" / "aws", work)
     env = {

@@ -1,0 +1,98 @@
+"""A real LLM agent scaffold (mini-swe-agent, pinned in agents/mini-swe-agent.yaml) driven end
+to end through the pipeline by a scripted chat-completions server on loopback: no network to
+a model provider, no key. The machine shares the host's network, so it reaches the server."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from deploybench import trajectories
+from tests.conftest import REPO, run_cli
+from tests.scripted_llm import ScriptedLLM, legacycalc_solution, never_finishes
+
+pytestmark = [pytest.mark.slow, pytest.mark.privileged]
+
+TASK = "legacycalc_demo24"
+SPEC = REPO / "agents" / "mini-swe-agent.yaml"
+DUMMY_KEY = "sk-dummy-deploybench-never-on-disk-7f3a"
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch, state_home):
+    folder = tmp_path / "runs"
+    monkeypatch.setenv("DEPLOYBENCH_RUNS", str(folder))
+    return folder
+
+
+def agent_config(tmp_path: Path, **overrides) -> Path:
+    spec = yaml.safe_load(SPEC.read_text())["mini-swe-agent"]
+    spec.update(model="scripted", **overrides)
+    path = tmp_path / "agents.yaml"
+    path.write_text(yaml.safe_dump({"mini-swe-agent": spec}))
+    return path
+
+
+def files_holding(folder: Path, needle: str) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
+
+
+def test_mini_swe_agent_solves_the_demo_and_stops_at_its_step_limit(
+    root_host, runs, state_home, tmp_path
+):
+    config = agent_config(tmp_path)
+    with ScriptedLLM(legacycalc_solution()) as llm:
+        started = time.monotonic()
+        run_cli(
+            "run", "--agent", "mini-swe-agent", "--agent-config", config, "--tasks", TASK,
+            "--llm-base-url", llm.base_url, "--run-id", "mini",
+            env={"OPENAI_API_KEY": DUMMY_KEY},
+        )  # fmt: skip
+        print(f"solving run: {time.monotonic() - started:.1f} s")
+    run_dir = runs / "mini"
+    [row] = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    attempt = run_dir / TASK / "mini-swe-agent" / "1"
+    assert row["status"] == "completed", row
+    assert row["passed"], (attempt / "agent.log").read_text()[-3000:]
+    assert row["stop_type"] == "self_stop"
+    assert row["runbook_status"] == "SUCCESS"
+    assert row["model"] == "scripted"
+
+    # The server saw every step, with the key from the controller's environment.
+    assert len(llm.requests) == len(legacycalc_solution())
+    assert all(r["model"] == "scripted" for r in llm.requests)
+    assert all(h.get("authorization") == f"Bearer {DUMMY_KEY}" for h in llm.headers)
+    assert row["tokens_in"] == llm.tokens_in and row["tokens_out"] == llm.tokens_out
+    assert row["steps"] == len(llm.requests)
+
+    # trajectory.jsonl in contract 5: the commands with their exit codes, the failed make.
+    events = [json.loads(x) for x in (attempt / "trajectory.jsonl").read_text().splitlines()]
+    trajectories.from_contract5(events)  # raises on any event outside contract 5
+    commands = [e for e in events if e["kind"] == "command"]
+    assert all("exit_code" in e for e in commands)
+    [make] = [e for e in commands if e["command"] == "make"]
+    assert make["exit_code"] != 0 and "throw" in make["output"]
+    rebuilt = [e for e in commands if "gnu++11" in e["command"]]
+    assert rebuilt and all(e["exit_code"] == 0 for e in rebuilt)
+    assert events[-1]["kind"] == "finish"
+    assert (attempt / "trajectory.native.jsonl").is_file()  # mini-swe-agent's own, kept
+
+    # An agent that never finishes stops at its step limit (3 here, to keep it short).
+    config = agent_config(tmp_path, max_steps=3)
+    with ScriptedLLM(never_finishes()) as looping:
+        run_cli(
+            "run", "--agent", "mini-swe-agent", "--agent-config", config, "--tasks", TASK,
+            "--llm-base-url", looping.base_url, "--run-id", "mini-steps",
+            env={"OPENAI_API_KEY": DUMMY_KEY},
+        )  # fmt: skip
+    [row] = [
+        json.loads(x) for x in (runs / "mini-steps" / "results.jsonl").read_text().splitlines()
+    ]
+    assert row["stop_type"] == "max_steps", row
+    assert row["steps"] == 3 and len(looping.requests) == 3
+    assert not row["passed"]
+
+    # The key came from the controller's environment and is nowhere in the evidence.
+    assert files_holding(runs, DUMMY_KEY) == []
