@@ -48,9 +48,7 @@ class AgentSpec:
         }
 
 
-def load_agent(
-    name: str, config: Path | None = None, llm_base_url: str | None = None
-) -> AgentSpec:
+def load_agent(name: str, config: Path | None = None, llm_base_url: str | None = None) -> AgentSpec:
     """A built-in agent by name, or a command agent from a YAML file of agent specs:
     {name: {command: "...", install: "...", model: ..., max_steps: N, converter: ...,
     base_url: ..., env_from_controller: [OPENAI_API_KEY]}}; `llm_base_url` overrides base_url."""

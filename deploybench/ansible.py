@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -77,6 +78,15 @@ def run_playbook(
     # ansible-runner keeps a copy of the extra vars and inventory under env/: not evidence.
     shutil.rmtree(private_dir / "env", ignore_errors=True)
     shutil.rmtree(private_dir / "inventory", ignore_errors=True)
+    # ansible-runner also writes the controller's whole environment (API keys among it) into
+    # artifacts/<id>/command: keep the command line, drop the environment.
+    for command_file in private_dir.glob("artifacts/*/command"):
+        try:
+            recorded = json.loads(command_file.read_text())
+            recorded.pop("env", None)
+            command_file.write_text(json.dumps(recorded))
+        except (OSError, ValueError, AttributeError):
+            command_file.unlink(missing_ok=True)
     return PlaybookResult(
         result.status, result.rc if result.rc is not None else -1, result.stats or {}
     )
