@@ -254,6 +254,9 @@ class Runner:
         ]
 
     def run(self) -> list[dict[str, Any]]:
+        # A controller killed outright (no chance to clean up) leaves machines whose state is
+        # in the run folder: destroy them before their attempts are tried again.
+        self.cleanup()
         done = self.store.finished()
         todo = [a for a in self.planned() if (a.task_id, a.agent, a.number) not in done]
         total = len(self.planned())

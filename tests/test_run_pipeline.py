@@ -183,11 +183,30 @@ def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(root_host, r
     before = len(results(run_dir))
     assert before < 4
 
+    # Then the controller is killed outright mid-attempt: no clean-up can run.
+    proc = subprocess.Popen(
+        [*DEPLOYBENCH, *args, "--resume"],
+        cwd=REPO,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not machine_processes(state_home):
+        time.sleep(0.2)
+    assert machine_processes(state_home), "the resumed run started no machine"
+    time.sleep(3)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert machine_processes(state_home), "the machine should outlive a killed controller"
+
     run_cli(*args, "--resume")
     rows = results(run_dir)
     keys = [(r["task_id"], r["agent"], r["attempt"]) for r in rows]
     assert len(keys) == 4 and len(set(keys)) == 4
-    assert not machine_processes(state_home)
+    assert all(r["status"] == "completed" for r in rows)
+    assert not machine_processes(state_home), "the killed run's machine was not destroyed"
 
 
 def test_bad_run_input_is_one_line(runs):
