@@ -15,7 +15,7 @@ import threading
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,8 +46,6 @@ class RunOptions:
     image: str | None = None
     agent_seconds: int | None = None  # overrides every task's budget (tests, smoke runs)
     upload: str | None = None
-    on_attempt_dir: Any = None  # callback(attempt_dir) when an attempt's machine is up
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -84,8 +82,6 @@ class Runner:
         events: list[dict[str, Any]] = []
         try:
             machines = self.o.backend.provision(request, machine_dir)
-            if self.o.on_attempt_dir:
-                self.o.on_attempt_dir(folder, machines)
             extravars = {
                 "task_id": attempt.task_id,
                 "attempt_dir": str(folder.resolve()),
@@ -117,7 +113,7 @@ class Runner:
             raise InfraError(_infra_reason(result, events))
         if agent.kind == "reference":
             trajectories.write(
-                trajectories.from_ansible_events(events, attempt.task_id, None),
+                trajectories.from_ansible_events(events, attempt.task_id),
                 folder / "trajectory.jsonl",
             )
         elif agent.kind == "command" and agent.converter != "contract5":

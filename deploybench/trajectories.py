@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -237,18 +238,30 @@ def write(events: Iterable[dict[str, Any]], out: Path) -> None:
     out.write_text("".join(json.dumps(e) + "\n" for e in events))
 
 
-def from_ansible_events(
-    events: list[dict[str, Any]], role: str, started: float | None
-) -> list[dict]:
+def _created(event: dict[str, Any]) -> float | None:
+    try:
+        return datetime.fromisoformat(event["created"]).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def from_ansible_events(events: list[dict[str, Any]], role: str) -> list[dict]:
     """The reference agent's trajectory: each task its reference setup role ran, as a command
-    (the command line where the module had one, else the module and task name)."""
+    (the command line where the module had one, else the module and task name), timed from
+    the role's first event by ansible-runner's event timestamps."""
+    mine = [e for e in events if (e.get("event_data") or {}).get("role") == role]
+    stamps = [t for t in map(_created, mine) if t is not None]
+    t0 = min(stamps) if stamps else None
+
+    def since(event: dict[str, Any]) -> float:
+        t = _created(event)
+        return 0.0 if t is None or t0 is None else t - t0
+
     out: list[dict[str, Any]] = []
-    for event in events:
+    for event in mine:
         if event.get("event") not in ("runner_on_ok", "runner_on_failed"):
             continue
-        data = event.get("event_data") or {}
-        if data.get("role") != role:
-            continue
+        data = event["event_data"]
         res = data.get("res") or {}
         cmd = res.get("cmd")
         command = " ".join(cmd) if isinstance(cmd, list) else cmd
@@ -258,7 +271,7 @@ def from_ansible_events(
         out.append(
             _event(
                 len(out) + 1,
-                0,
+                since(event),
                 "command",
                 command=command,
                 exit_code=res.get("rc", 1 if failed else 0),
@@ -266,7 +279,8 @@ def from_ansible_events(
                 output=((res.get("stdout") or "") + (res.get("stderr") or "")) or res.get("msg"),
             )
         )
-    out.append(_event(len(out) + 1, 0, "finish", output="reference setup applied"))
+    end = max((since(e) for e in mine), default=0.0)
+    out.append(_event(len(out) + 1, end, "finish", output="reference setup applied"))
     return out
 
 
