@@ -56,60 +56,6 @@ def from_contract5(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def from_claude_stream_json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Claude Code `-p --output-format stream-json`: assistant tool_use blocks, then user
-    tool_result blocks that carry the output; a final `result` message ends the run."""
-    events: list[dict[str, Any]] = []
-    pending: dict[str, dict[str, Any]] = {}
-    step = 0
-    for row in rows:
-        message = row.get("message") or {}
-        usage = message.get("usage") or {}
-        for block in message.get("content") or []:
-            if not isinstance(block, dict):
-                continue
-            if row.get("type") == "assistant" and block.get("type") == "tool_use":
-                step += 1
-                name, args = block.get("name", ""), block.get("input") or {}
-                if name == "Bash":
-                    ev = _event(step, 0, "command", command=args.get("command"))
-                elif name in ("Read", "Glob", "Grep"):
-                    ev = _event(
-                        step, 0, "file_read", path=args.get("file_path") or args.get("path")
-                    )
-                elif name in ("Edit", "Write", "MultiEdit"):
-                    ev = _event(step, 0, "file_edit", path=args.get("file_path"))
-                elif name == "TodoWrite":
-                    ev = _event(step, 0, "task_tracker")
-                else:
-                    ev = _event(step, 0, "message", output=f"tool {name}")
-                ev["tokens_in"] = usage.get("input_tokens")
-                ev["tokens_out"] = usage.get("output_tokens")
-                pending[block.get("id", "")] = ev
-                events.append(ev)
-            elif row.get("type") == "assistant" and block.get("type") == "text":
-                step += 1
-                events.append(_event(step, 0, "message", output=block.get("text", "")))
-            elif row.get("type") == "user" and block.get("type") == "tool_result":
-                ev = pending.pop(block.get("tool_use_id", ""), None)
-                if ev is not None and ev["kind"] == "command":
-                    content = block.get("content")
-                    text = content if isinstance(content, str) else json.dumps(content)
-                    ev["output"] = text[-OUTPUT_LIMIT:]
-                    ev["exit_code"] = 1 if block.get("is_error") else 0
-        if row.get("type") == "result":
-            step += 1
-            events.append(
-                _event(
-                    step,
-                    (row.get("duration_ms") or 0) / 1000,
-                    "finish",
-                    cost_usd=row.get("total_cost_usd"),
-                )
-            )
-    return [{k: v for k, v in e.items() if v is not None} for e in events]
-
-
 MINI_SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 
@@ -219,7 +165,6 @@ def from_mini_swe_agent(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 CONVERTERS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
     "contract5": from_contract5,
-    "claude-stream-json": from_claude_stream_json,
     "mini-swe-agent": from_mini_swe_agent,
 }
 
