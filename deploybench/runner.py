@@ -8,9 +8,12 @@ every attempt appears there exactly once, also across --resume."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import secrets
 import shutil
+import signal
 import threading
 import time
 import traceback
@@ -289,11 +292,28 @@ class Runner:
         return self.store.load()
 
     def cleanup(self) -> None:
+        _end_orphans(self.o.run_dir)
         for state in self.o.run_dir.glob("*/*/*/machine/terraform.tfstate"):
             try:
                 self.o.backend.destroy(state.parent)
             except DeployBenchError:
                 continue
+
+
+def _end_orphans(run_dir: Path) -> None:
+    """End playbook processes a killed controller left running for this run: ansible-runner
+    starts ansible-playbook in a session of its own, so they outlive a SIGKILL of ours."""
+    marker = str(run_dir.resolve()).encode() + b"/"
+    for proc in Path("/proc").glob("[0-9]*"):
+        if int(proc.name) == os.getpid():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"ansible" in argv and marker in argv:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(proc.name), signal.SIGKILL)
 
 
 def _infra_reason(result: ansible.PlaybookResult, events: list[dict[str, Any]]) -> str:

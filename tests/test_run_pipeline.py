@@ -207,6 +207,8 @@ def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(root_host, r
     assert len(keys) == 4 and len(set(keys)) == 4
     assert all(r["status"] == "completed" for r in rows)
     assert not machine_processes(state_home), "the killed run's machine was not destroyed"
+    leftovers = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True)
+    assert str(run_dir) not in leftovers.stdout, "a killed run's playbook is still running"
 
 
 def test_bad_run_input_is_one_line(runs):
