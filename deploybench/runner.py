@@ -25,12 +25,12 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from deploybench import ansible, inventory, trajectories, verification
+from deploybench import ansible, contracts, inventory, jsonl, trajectories, verification
 from deploybench.agents import AgentSpec
 from deploybench.backends import Backend, MachineRequest
 from deploybench.errors import DeployBenchError, InfraError
 from deploybench.paths import PLAYBOOKS_DIR, REPO_ROOT, state_home
-from deploybench.results import ResultsStore, append_jsonl
+from deploybench.results import ResultsStore
 
 
 def now() -> str:
@@ -131,7 +131,7 @@ class Runner:
         verdict = json.loads((folder / "verdict.json").read_text())
         verify = json.loads((folder / "verify.json").read_text())
         events = (
-            trajectories.read_jsonl(folder / "trajectory.jsonl")
+            jsonl.read(folder / "trajectory.jsonl")
             if (folder / "trajectory.jsonl").is_file()
             else []
         )
@@ -144,27 +144,37 @@ class Runner:
             stop_type = "max_steps"
         else:
             stop_type = "self_stop"
+        return self._row(
+            attempt,
+            started_at,
+            status="completed",
+            stop_type=stop_type,
+            runbook_status=verification.runbook_status(
+                runbook.read_text(errors="replace") if runbook.is_file() else None
+            ),
+            passed=bool(verdict["passed"]) and not verify["timed_out"],
+            failure_layer=layer,
+            failure_category=category,
+            agent_seconds=stop["agent_seconds"],
+            verify_seconds=verify["seconds"],
+            steps=summary["steps"],
+            tokens_in=summary["tokens_in"],
+            tokens_out=summary["tokens_out"],
+            cost_usd=summary["cost_usd"],
+        )
+
+    def _row(self, attempt: Attempt, started_at: str, **outcome: Any) -> dict[str, Any]:
+        """A results.jsonl line: who and when, then the outcome; fields an outcome does not
+        have (an infrastructure error has none) are null."""
         return {
+            **dict.fromkeys(contracts.RESULT["required"]),
             "run_id": self.run_id,
             "task_id": attempt.task_id,
             "agent": attempt.agent,
-            "model": agent.model,
+            "model": self.agents[attempt.agent].model,
             "backend": self.o.backend.name,
             "attempt": attempt.number,
-            "status": "completed",
-            "stop_type": stop_type,
-            "runbook_status": verification.runbook_status(
-                runbook.read_text(errors="replace") if runbook.is_file() else None
-            ),
-            "passed": bool(verdict["passed"]) and not verify["timed_out"],
-            "failure_layer": layer,
-            "failure_category": category,
-            "agent_seconds": stop["agent_seconds"],
-            "verify_seconds": verify["seconds"],
-            "steps": summary["steps"],
-            "tokens_in": summary["tokens_in"],
-            "tokens_out": summary["tokens_out"],
-            "cost_usd": summary["cost_usd"],
+            **outcome,
             "started_at": started_at,
             "finished_at": now(),
         }
@@ -186,7 +196,7 @@ class Runner:
                     raise KeyboardInterrupt from exc
                 if not isinstance(exc, DeployBenchError):
                     (folder / "harness_error.txt").write_text(traceback.format_exc())
-                append_jsonl(
+                jsonl.append(
                     self.o.run_dir / "infra_errors.jsonl",
                     {
                         "task_id": attempt.task_id,
@@ -200,7 +210,7 @@ class Runner:
                 kept = folder.with_name(f"{attempt.number}.infra-{tries}")
                 shutil.rmtree(kept, ignore_errors=True)
                 folder.rename(kept)
-                row = self._infra_line(attempt, started_at)
+                row = self._row(attempt, started_at, status="infra_error")
         self.store.append(row)
         if self.o.upload:
             self._upload(folder if row["status"] == "completed" else kept)
@@ -213,35 +223,10 @@ class Runner:
         try:
             storage.upload_attempt(folder, self.o.upload)
         except Exception as exc:  # the results matter more than the copy
-            append_jsonl(
+            jsonl.append(
                 self.o.run_dir / "upload_errors.jsonl",
                 {"folder": str(folder), "reason": f"{type(exc).__name__}: {exc}", "at": now()},
             )
-
-    def _infra_line(self, attempt: Attempt, started_at: str) -> dict[str, Any]:
-        agent = self.agents[attempt.agent]
-        return {
-            "run_id": self.run_id,
-            "task_id": attempt.task_id,
-            "agent": attempt.agent,
-            "model": agent.model,
-            "backend": self.o.backend.name,
-            "attempt": attempt.number,
-            "status": "infra_error",
-            "stop_type": None,
-            "runbook_status": None,
-            "passed": None,
-            "failure_layer": None,
-            "failure_category": None,
-            "agent_seconds": None,
-            "verify_seconds": None,
-            "steps": None,
-            "tokens_in": None,
-            "tokens_out": None,
-            "cost_usd": None,
-            "started_at": started_at,
-            "finished_at": now(),
-        }
 
     # ---------- the whole run ----------
     def planned(self) -> list[Attempt]:

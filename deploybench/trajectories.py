@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from deploybench import contracts
+from deploybench import contracts, jsonl
 from deploybench.errors import DeployBenchError
 
 OUTPUT_LIMIT = 4000
@@ -25,18 +25,6 @@ def _event(step: int, t: float, kind: str, **fields: Any) -> dict[str, Any]:
     return event
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise DeployBenchError(f"{path}:{number}: not JSON ({exc.msg})") from None
-    return rows
-
-
 def read_native(path: Path) -> list[dict[str, Any]]:
     """An agent's native log: JSON lines, or one JSON document (a dict is one row), as some
     scaffolds (mini-swe-agent) write their whole trajectory as a single indented object."""
@@ -44,10 +32,10 @@ def read_native(path: Path) -> list[dict[str, Any]]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError:
-        return read_jsonl(path)
+        return jsonl.read(path)
     if isinstance(doc, dict):
         return [doc]
-    return doc if isinstance(doc, list) else read_jsonl(path)
+    return doc if isinstance(doc, list) else jsonl.read(path)
 
 
 def from_contract5(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

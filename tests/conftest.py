@@ -62,3 +62,28 @@ def state_home(tmp_path, monkeypatch):
             env={**os.environ, "DEPLOYBENCH_HOME": str(home)},
             cwd=REPO,
         )
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch, state_home):
+    """A private runs/ folder (DEPLOYBENCH_RUNS) beside the private state folder."""
+    folder = tmp_path / "runs"
+    monkeypatch.setenv("DEPLOYBENCH_RUNS", str(folder))
+    return folder
+
+
+def machine_processes(state_home: Path) -> list[str]:
+    """Processes of machines kept under state_home (their command lines name it)."""
+    out = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(state_home) in line]
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory):
+    """A moto server on loopback for the tests of one module; yields its URL."""
+    from tests import moto_server
+
+    proc, url = moto_server.start(tmp_path_factory.mktemp("moto") / "moto.log")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)

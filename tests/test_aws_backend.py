@@ -40,14 +40,6 @@ MACHINE_KEYS = {
 
 
 @pytest.fixture(scope="module")
-def moto(tmp_path_factory):
-    proc, url = moto_server.start(tmp_path_factory.mktemp("moto") / "moto.log")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
 def plugin_cache(tmp_path_factory):
     """One provider cache for the module's tests (each has its own DEPLOYBENCH_HOME)."""
     return tmp_path_factory.mktemp("tf-plugin-cache")

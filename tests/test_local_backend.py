@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, machine_processes, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.privileged]
 
@@ -44,11 +44,6 @@ def ssh(machine: dict, command: str, check=True) -> subprocess.CompletedProcess:
 def listening_ports() -> set[int]:
     out = subprocess.run(["ss", "-Hltn"], capture_output=True, text=True).stdout
     return {int(m) for m in re.findall(r"127\.0\.0\.1:(\d+)", out)}
-
-
-def machine_processes(state: Path) -> list[str]:
-    out = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if str(state) in line]
 
 
 def test_two_machines_are_reachable_isolated_and_destroyed(root_host, state_home):

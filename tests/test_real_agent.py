@@ -20,13 +20,6 @@ SPEC = REPO / "agents" / "mini-swe-agent.yaml"
 DUMMY_KEY = "sk-dummy-deploybench-never-on-disk-7f3a"
 
 
-@pytest.fixture
-def runs(tmp_path, monkeypatch, state_home):
-    folder = tmp_path / "runs"
-    monkeypatch.setenv("DEPLOYBENCH_RUNS", str(folder))
-    return folder
-
-
 def agent_config(tmp_path: Path, **overrides) -> Path:
     spec = yaml.safe_load(SPEC.read_text())["mini-swe-agent"]
     spec.update(model="scripted", **overrides)

@@ -14,28 +14,16 @@ import yaml
 
 from deploybench.catalog import load_tasks
 from deploybench.local.machine import machines_dir
-from tests.conftest import DEPLOYBENCH, REPO, run_cli
+from tests.conftest import DEPLOYBENCH, REPO, machine_processes, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.privileged]
 
 TASK = "legacycalc_demo24"
 
 
-@pytest.fixture
-def runs(tmp_path, monkeypatch, state_home):
-    folder = tmp_path / "runs"
-    monkeypatch.setenv("DEPLOYBENCH_RUNS", str(folder))
-    return folder
-
-
 def results(run_dir: Path) -> list[dict]:
     path = run_dir / "results.jsonl"
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
-
-
-def machine_processes(state_home: Path) -> list[str]:
-    out = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if str(state_home) in line]
 
 
 def test_demo_reference_passes_nop_fails_overclaim_is_caught(root_host, runs, state_home):

@@ -17,14 +17,6 @@ from tests.conftest import run_cli
 BUCKET = "deploybench-runs"
 
 
-@pytest.fixture(scope="module")
-def moto(tmp_path_factory):
-    proc, url = moto_server.start(tmp_path_factory.mktemp("moto") / "moto.log")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
 @pytest.fixture
 def s3(moto, monkeypatch):
     moto_server.set_env(monkeypatch, moto)
@@ -178,11 +170,9 @@ def test_bad_urls_are_one_clear_error():
 
 @pytest.mark.slow
 @pytest.mark.privileged
-def test_run_uploads_each_attempt_when_it_ends(s3, tmp_path, root_host, state_home, monkeypatch):
+def test_run_uploads_each_attempt_when_it_ends(s3, runs, root_host):
     from tests.conftest import run_cli
 
-    runs = tmp_path / "runs"
-    monkeypatch.setenv("DEPLOYBENCH_RUNS", str(runs))
     run_cli(
         "run",
         "--agent",

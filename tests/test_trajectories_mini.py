@@ -4,7 +4,7 @@ against tests/scripted_llm.py; only the long rendered prompt and config were sho
 import json
 from pathlib import Path
 
-from deploybench import trajectories
+from deploybench import jsonl, trajectories
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mini_swe_agent"
 
@@ -12,7 +12,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "mini_swe_agent"
 def convert(name: str, tmp_path: Path) -> list[dict]:
     out = tmp_path / "trajectory.jsonl"
     events = trajectories.convert(FIXTURES / f"{name}.traj.json", "mini-swe-agent", out)
-    assert trajectories.read_jsonl(out) == events
+    assert jsonl.read(out) == events
     return trajectories.from_contract5(events)
 
 

@@ -8,6 +8,7 @@ import re
 
 import matplotlib
 
+# The headless backend must be chosen before pyplot is imported, hence the imports below it.
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402

@@ -13,7 +13,7 @@ from typing import Any
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_fixed
 
 from deploybench.backends.base import MachineRequest
-from deploybench.backends.cloud import CloudBackend, ensure_ssh_key, live_runs, operator_cidr
+from deploybench.backends.cloud import CloudBackend, interface_vars, live_runs, operator_cidr
 from deploybench.backends.cloud import owner as owner_of
 from deploybench.errors import DeployBenchError
 
@@ -63,24 +63,9 @@ class AwsBackend(CloudBackend):
         operator_cidr(_endpoint_overridden())  # before any machine, not in every attempt
 
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:
-        public_key, private_key = ensure_ssh_key(folder, f"deploybench-{request.run_id}")
-        tags = dict(request.tags)
-        task = tags.pop("task", None) or "none"
         return {
             "region": region(),
-            "run_id": request.run_id,
-            "name_prefix": request.name_prefix,
-            "machine_count": request.count,
-            "image": request.image or self.default_image,
-            "gpu": request.gpu,
-            "vcpus": request.vcpus,
-            "memory_gb": request.memory_gb,
-            "disk_gb": request.disk_gb,
-            "ssh_public_key": public_key,
-            "ssh_private_key_file": str(private_key.resolve()),
-            "owner": owner_of(request),
-            "tags": tags,
-            "task_id": task,
+            **interface_vars(request, folder, self.default_image),
             "operator_cidr": operator_cidr(_endpoint_overridden()),
             "ami_id": os.environ.get(AMI_ENV) or None,
             "instance_type_cpu": instance_type(False),

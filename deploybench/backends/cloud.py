@@ -54,7 +54,8 @@ def operator_cidr(endpoint_overridden: bool = False) -> str:
         return normalise_cidr(explicit)
     if not endpoint_overridden:
         try:
-            with urllib.request.urlopen(_ADDRESS_ECHO, timeout=5) as resp:  # noqa: S310
+            # A fixed https address of ours, not a user-given URL.
+            with urllib.request.urlopen(_ADDRESS_ECHO, timeout=5) as resp:
                 return normalise_cidr(resp.read().decode().strip())
         except (OSError, DeployBenchError):
             pass
@@ -79,6 +80,29 @@ def ensure_ssh_key(folder: Path, comment: str) -> tuple[str, Path]:
 
 
 # --- Live deployments: a machine whose deployment is still recorded here is in use. ---
+
+
+def interface_vars(request: MachineRequest, folder: Path, default_image: str) -> dict:
+    """The shared module interface (terraform/INTERFACE.md) for a cloud backend: the run's own
+    SSH key, the owner tag and the task split out of the tags; each backend adds its own."""
+    public_key, private_key = ensure_ssh_key(folder, f"deploybench-{request.run_id}")
+    tags = dict(request.tags)
+    task = tags.pop("task", None) or "none"
+    return {
+        "run_id": request.run_id,
+        "name_prefix": request.name_prefix,
+        "machine_count": request.count,
+        "image": request.image or default_image,
+        "gpu": request.gpu,
+        "vcpus": request.vcpus,
+        "memory_gb": request.memory_gb,
+        "disk_gb": request.disk_gb,
+        "ssh_public_key": public_key,
+        "ssh_private_key_file": str(private_key.resolve()),
+        "owner": owner(request),
+        "tags": tags,
+        "task_id": task,
+    }
 
 
 def _live_dir(backend: str) -> Path:

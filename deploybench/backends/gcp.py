@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from deploybench.backends.base import MachineRequest
-from deploybench.backends.cloud import CloudBackend, ensure_ssh_key, live_runs, operator_cidr
+from deploybench.backends.cloud import CloudBackend, interface_vars, live_runs, operator_cidr
 from deploybench.backends.cloud import owner as owner_of
 from deploybench.errors import DeployBenchError
 
@@ -84,25 +84,10 @@ class GcpBackend(CloudBackend):
         operator_cidr()  # before any machine, not in every attempt
 
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:
-        public_key, private_key = ensure_ssh_key(folder, f"deploybench-{request.run_id}")
-        tags = dict(request.tags)
-        task = tags.pop("task", None) or "none"
         return {
             "project": project(),
             "zone": zone(),
-            "run_id": request.run_id,
-            "name_prefix": request.name_prefix,
-            "machine_count": request.count,
-            "image": request.image or self.default_image,
-            "gpu": request.gpu,
-            "vcpus": request.vcpus,
-            "memory_gb": request.memory_gb,
-            "disk_gb": request.disk_gb,
-            "ssh_public_key": public_key,
-            "ssh_private_key_file": str(private_key.resolve()),
-            "owner": owner_of(request),
-            "tags": tags,
-            "task_id": task,
+            **interface_vars(request, folder, self.default_image),
             "operator_cidr": operator_cidr(),
             "machine_type_cpu": machine_type(False),
             "machine_type_gpu": machine_type(True),

@@ -37,6 +37,10 @@ def _select_tasks(tasks_arg: str | None, demo: bool) -> dict[str, dict]:
     return chosen
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
 def results_table(rows: list[dict]) -> Table:
     table = Table(
         "task",
@@ -59,7 +63,6 @@ def results_table(rows: list[dict]) -> Table:
         claim = r["runbook_status"] or "(no runbook)"
         if r["runbook_status"] == "SUCCESS" and r["passed"] is False:
             claim = "[bold red]SUCCESS (overclaim)"
-        secs = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
         table.add_row(
             r["task_id"],
             r["agent"],
@@ -67,8 +70,8 @@ def results_table(rows: list[dict]) -> Table:
             where,
             claim,
             r["stop_type"] or "-",
-            secs(r["agent_seconds"]),
-            secs(r["verify_seconds"]),
+            _seconds(r["agent_seconds"]),
+            _seconds(r["verify_seconds"]),
         )
     return table
 
