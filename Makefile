@@ -23,8 +23,8 @@ test: install
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: install
-	$(VENV)/bin/ruff check deploybench tests scripts
-	$(VENV)/bin/ruff format --check deploybench tests scripts
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	terraform fmt -check -recursive terraform
 	$(VENV)/bin/ansible-lint
 

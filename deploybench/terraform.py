@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from python_terraform import IsFlagged, Terraform
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from deploybench.errors import DeployBenchError, InfraError
 from deploybench.paths import state_home
@@ -22,6 +23,7 @@ from deploybench.paths import state_home
 # Machines of this workplace carry a filesystem mirror of the providers; with one present,
 # `terraform init -plugin-dir` uses it and never reaches a registry.
 _PLUGIN_DIR_CANDIDATES = ("/opt/tf-plugins", "/usr/share/terraform/plugins")
+APPLY_RETRY_WAIT_S = 3
 
 
 def terraform_binary() -> str:
@@ -119,19 +121,41 @@ class Deployment:
             fcntl.flock(lock, fcntl.LOCK_EX)
             self._run("init", **kwargs)
 
-    def apply(self, variables: dict[str, Any]) -> dict[str, Any]:
+    def apply(self, variables: dict[str, Any], attempts: int = 1) -> dict[str, Any]:
+        """Apply the root; with attempts > 1 a failed apply is run again from its state.
+
+        A cloud API answers now and then with an error that is gone a moment later (eventual
+        consistency just after a create, throttling, a dropped connection). The state records
+        what the failed apply made, so a second apply finishes the job and replaces what was
+        left half-made (tainted)."""
         self.init()
         var_file = self.folder / "deployment.tfvars.json"
         var_file.write_text(json.dumps(variables, indent=2))
-        self._run(
-            "apply",
-            input=False,
-            no_color=IsFlagged,
-            auto_approve=IsFlagged,
-            state=str(self.state_file),
-            var_file=str(var_file),
-            parallelism=32,
-        )
+
+        def note_retry(state) -> None:
+            with open(self.folder / "terraform.log", "a") as log:
+                log.write(
+                    f"# apply {state.attempt_number} of {attempts} failed "
+                    f"({state.outcome.exception()}); applying again\n"
+                )
+
+        for attempt in Retrying(
+            retry=retry_if_exception_type(InfraError),
+            stop=stop_after_attempt(attempts),
+            wait=wait_fixed(APPLY_RETRY_WAIT_S),
+            before_sleep=note_retry,
+            reraise=True,
+        ):
+            with attempt:
+                self._run(
+                    "apply",
+                    input=False,
+                    no_color=IsFlagged,
+                    auto_approve=IsFlagged,
+                    state=str(self.state_file),
+                    var_file=str(var_file),
+                    parallelism=32,
+                )
         return self.outputs()
 
     def outputs(self) -> dict[str, Any]:

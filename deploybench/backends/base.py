@@ -37,6 +37,8 @@ class MachineRequest:
 class Backend(ABC):
     name: str
     default_image: str
+    # How many times a failed `terraform apply` is run: see Deployment.apply.
+    apply_attempts: int = 1
 
     @property
     def env_dir(self) -> Path:
@@ -66,7 +68,7 @@ class Backend(ABC):
         (folder / "deployment.json").write_text(json.dumps(record, indent=2))
         self.before_apply(request, folder)
         variables = self.terraform_vars(request, folder)
-        outputs = Deployment(self.env_dir, folder).apply(variables)
+        outputs = Deployment(self.env_dir, folder).apply(variables, attempts=self.apply_attempts)
         machines = outputs.get("machines") or {}
         contracts.check(contracts.MACHINES, machines, f"{self.name} machines output")
         (folder / "machines.json").write_text(json.dumps(machines, indent=2))

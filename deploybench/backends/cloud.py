@@ -139,6 +139,11 @@ def live_runs(backend: str) -> set[str]:
 class CloudBackend(Backend):
     """Provision records the deployment as live; destroy forgets it."""
 
+    # A cloud API's passing errors are retried by applying again; the provider replaces a
+    # tainted cloud resource through its delete call. (Not for local machines: Terraform runs
+    # no destroy-time provisioner for a tainted resource, so a half-booted machine would leak.)
+    apply_attempts = 3
+
     def sanity_check(self, request: MachineRequest | None = None) -> None:
         terraform_binary()
         if subprocess.run(["which", "ssh-keygen"], capture_output=True).returncode != 0:

@@ -6,12 +6,13 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 OUTPUT_LIMIT = 2000
 
 
 def main(script_path: str, trajectory_path: str, workdir: str) -> int:
-    commands = json.load(open(script_path))
+    commands = json.loads(Path(script_path).read_text())
     started = time.monotonic()
     with open(trajectory_path, "w") as out:
 
@@ -23,12 +24,23 @@ def main(script_path: str, trajectory_path: str, workdir: str) -> int:
         emit({"step": 0, "kind": "message", "output": f"scripted agent: {len(commands)} commands"})
         for step, command in enumerate(commands, start=1):
             proc = subprocess.run(
-                ["bash", "-c", command], cwd=workdir, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                ["bash", "-c", command],
+                cwd=workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
             )
-            emit({"step": step, "kind": "command", "command": command,
-                  "exit_code": proc.returncode, "soft_timeout": False,
-                  "output": proc.stdout[-OUTPUT_LIMIT:]})
+            emit(
+                {
+                    "step": step,
+                    "kind": "command",
+                    "command": command,
+                    "exit_code": proc.returncode,
+                    "soft_timeout": False,
+                    "output": proc.stdout[-OUTPUT_LIMIT:],
+                }
+            )
         emit({"step": len(commands) + 1, "kind": "finish", "output": "done"})
     return 0
 

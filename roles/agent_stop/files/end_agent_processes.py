@@ -9,11 +9,12 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 
 def stat(pid: int) -> tuple[str, int] | None:
     try:
-        raw = open(f"/proc/{pid}/stat").read()
+        raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     comm = raw[raw.index("(") + 1 : raw.rindex(")")]
@@ -44,7 +45,7 @@ def main(baseline: set[int]) -> int:
             if info is None or info[1] == 2 or info[0].startswith("sshd"):
                 continue
             try:
-                raw = open(f"/proc/{name}/cmdline", "rb").read()
+                raw = Path(f"/proc/{name}/cmdline").read_bytes()
                 args = raw.replace(b"\0", b" ").decode(errors="replace")
             except OSError:
                 args = ""
