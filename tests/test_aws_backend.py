@@ -16,7 +16,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from deploybench import contracts, storage
+from deploybench import contracts, storage, terraform
 from deploybench.backends import MachineRequest, get_backend
 from deploybench.terraform import plugin_dir
 from tests import moto_server
@@ -282,3 +282,47 @@ def test_attempts_apply_and_destroy_in_parallel(aws, tmp_path):
     with ThreadPoolExecutor(3) as pool:
         list(pool.map(backend.destroy, folders.values()))
     assert _instances(ec2, owner) == []
+
+
+def test_a_passing_api_error_mid_apply_is_applied_again(aws, moto, tmp_path, monkeypatch):
+    """What CI once met, made on purpose: the provider's revoke of the group's default egress
+    rule is answered with InvalidPermission.NotFound. The backend applies again; the half-made
+    group is replaced, not leaked beside the new one, and destroy leaves nothing."""
+    from tests import fault_proxy
+
+    monkeypatch.setattr(terraform, "APPLY_RETRY_WAIT_S", 0)
+    ec2, owner = aws
+    error = fault_proxy.ec2_error(
+        "InvalidPermission.NotFound", "The specified rule does not exist in this security group"
+    )
+    with fault_proxy.fail_once(moto, b"Action=RevokeSecurityGroupEgress", 400, error) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy["url"])
+        backend = get_backend("aws")
+        folder = tmp_path / "runs" / "r3" / "t0" / "nop" / "1"
+        machines = backend.provision(MachineRequest(run_id="r3-flaky"), folder)
+        assert proxy["fired"] == 1
+        assert len(machines) == 1
+        log = (folder / "terraform.log").read_text()
+        assert "InvalidPermission.NotFound" in log
+        assert "# apply 1 of 3 failed" in log
+        groups = ec2.describe_security_groups(
+            Filters=[{"Name": "tag:deploybench:owner", "Values": [owner]}]
+        )["SecurityGroups"]
+        assert len(groups) == 1, [g["GroupId"] for g in groups]
+        # The group that stands is the one the second apply made, default egress revoked.
+        assert [r["IpRanges"] for r in groups[0]["IpPermissionsEgress"]] == [
+            [
+                {
+                    "CidrIp": "0.0.0.0/0",
+                    "Description": "Any outbound traffic (apt, pip, git, model APIs)",
+                }
+            ]
+        ]
+        backend.destroy(folder)
+    assert _instances(ec2, owner) == []
+    assert (
+        ec2.describe_security_groups(
+            Filters=[{"Name": "tag:deploybench:owner", "Values": [owner]}]
+        )["SecurityGroups"]
+        == []
+    )
