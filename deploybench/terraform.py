@@ -147,16 +147,21 @@ class Deployment:
             reraise=True,
         ):
             with attempt:
-                self._run(
-                    "apply",
-                    input=False,
-                    no_color=IsFlagged,
-                    auto_approve=IsFlagged,
-                    state=str(self.state_file),
-                    var_file=str(var_file),
-                    parallelism=32,
-                )
+                self._change("apply", var_file)
         return self.outputs()
+
+    def _change(self, cmd: str, var_file: Path, **extra: Any) -> None:
+        """apply or destroy, unattended, on this deployment's own state."""
+        self._run(
+            cmd,
+            input=False,
+            no_color=IsFlagged,
+            auto_approve=IsFlagged,
+            state=str(self.state_file),
+            var_file=str(var_file),
+            parallelism=32,
+            **extra,
+        )
 
     def outputs(self) -> dict[str, Any]:
         if not self.state_file.exists():
@@ -168,14 +173,4 @@ class Deployment:
         if not self.state_file.exists():
             return
         self.init()
-        var_file = self.folder / "deployment.tfvars.json"
-        self._run(
-            "destroy",
-            input=False,
-            no_color=IsFlagged,
-            auto_approve=IsFlagged,
-            state=str(self.state_file),
-            var_file=str(var_file),
-            refresh=False,
-            parallelism=32,
-        )
+        self._change("destroy", self.folder / "deployment.tfvars.json", refresh=False)
