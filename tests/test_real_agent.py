@@ -20,11 +20,13 @@ SPEC = REPO / "agents" / "mini-swe-agent.yaml"
 DUMMY_KEY = "sk-dummy-deploybench-never-on-disk-7f3a"
 
 
-def agent_config(tmp_path: Path, **overrides) -> Path:
-    spec = yaml.safe_load(SPEC.read_text())["mini-swe-agent"]
-    spec.update(model="scripted", **overrides)
+def agent_config(tmp_path: Path, specs: dict[str, dict]) -> Path:
+    """One spec per name: the pinned mini-swe-agent spec with these fields changed."""
+    base = yaml.safe_load(SPEC.read_text())["mini-swe-agent"]
     path = tmp_path / "agents.yaml"
-    path.write_text(yaml.safe_dump({"mini-swe-agent": spec}))
+    path.write_text(
+        yaml.safe_dump({name: {**base, "model": "scripted", **o} for name, o in specs.items()})
+    )
     return path
 
 
@@ -35,17 +37,29 @@ def files_holding(folder: Path, needle: str) -> list[Path]:
 def test_mini_swe_agent_solves_the_demo_and_stops_at_its_step_limit(
     root_host, runs, state_home, tmp_path
 ):
-    config = agent_config(tmp_path)
-    with ScriptedLLM(legacycalc_solution()) as llm:
+    # Two attempts at once, each with its own scripted server named by its spec's base_url:
+    # one that solves the task, one that never finishes and must stop at its step limit
+    # (3 here, to keep it short).
+    with ScriptedLLM(legacycalc_solution()) as llm, ScriptedLLM(never_finishes()) as looping:
+        config = agent_config(
+            tmp_path,
+            {
+                "mini-swe-agent": {"base_url": llm.base_url},
+                "mini-looping": {"base_url": looping.base_url, "max_steps": 3},
+            },
+        )
         started = time.monotonic()
         run_cli(
-            "run", "--agent", "mini-swe-agent", "--agent-config", config, "--tasks", TASK,
-            "--llm-base-url", llm.base_url, "--run-id", "mini",
+            "run", "--agent", "mini-swe-agent,mini-looping", "--agent-config", config,
+            "--tasks", TASK, "--parallel", "2", "--run-id", "mini",
             env={"OPENAI_API_KEY": DUMMY_KEY},
         )  # fmt: skip
-        print(f"solving run: {time.monotonic() - started:.1f} s")
+        print(f"both attempts: {time.monotonic() - started:.1f} s")
     run_dir = runs / "mini"
-    [row] = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    results = (run_dir / "results.jsonl").read_text().splitlines()
+    rows = {r["agent"]: r for r in map(json.loads, results)}
+    assert len(results) == 2 and set(rows) == {"mini-swe-agent", "mini-looping"}
+    row = rows["mini-swe-agent"]
     attempt = run_dir / TASK / "mini-swe-agent" / "1"
     assert row["status"] == "completed", row
     assert row["passed"], (attempt / "agent.log").read_text()[-3000:]
@@ -72,17 +86,8 @@ def test_mini_swe_agent_solves_the_demo_and_stops_at_its_step_limit(
     assert events[-1]["kind"] == "finish"
     assert (attempt / "trajectory.native.jsonl").is_file()  # mini-swe-agent's own, kept
 
-    # An agent that never finishes stops at its step limit (3 here, to keep it short).
-    config = agent_config(tmp_path, max_steps=3)
-    with ScriptedLLM(never_finishes()) as looping:
-        run_cli(
-            "run", "--agent", "mini-swe-agent", "--agent-config", config, "--tasks", TASK,
-            "--llm-base-url", looping.base_url, "--run-id", "mini-steps",
-            env={"OPENAI_API_KEY": DUMMY_KEY},
-        )  # fmt: skip
-    [row] = [
-        json.loads(x) for x in (runs / "mini-steps" / "results.jsonl").read_text().splitlines()
-    ]
+    # The agent that never finishes stopped at its step limit.
+    row = rows["mini-looping"]
     assert row["stop_type"] == "max_steps", row
     assert row["steps"] == 3 and len(looping.requests) == 3
     assert not row["passed"]
