@@ -100,7 +100,7 @@ class ScriptedLLM:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 try:
                     request = json.loads(self.rfile.read(length) or b"{}")
@@ -114,7 +114,7 @@ class ScriptedLLM:
                     llm.headers.append(dict(self.headers))
                 self._send(200, llm.completion(request))
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": llm.model}]})
                 else:

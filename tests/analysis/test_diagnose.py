@@ -29,7 +29,7 @@ class ScriptedModel:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's name)
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 owner.requests.append(
                     {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
