@@ -56,6 +56,7 @@ class Deployment:
         self.env_dir = Path(env_dir)
         self.folder = Path(folder)
         self.state_file = self.folder / "terraform.tfstate"
+        self.var_file = self.folder / "deployment.tfvars.json"
 
     def _run(self, cmd: str, *args: str, **kwargs: Any) -> str:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -129,8 +130,7 @@ class Deployment:
         what the failed apply made, so a second apply finishes the job and replaces what was
         left half-made (tainted)."""
         self.init()
-        var_file = self.folder / "deployment.tfvars.json"
-        var_file.write_text(json.dumps(variables, indent=2))
+        self.var_file.write_text(json.dumps(variables, indent=2))
 
         def note_retry(state) -> None:
             with open(self.folder / "terraform.log", "a") as log:
@@ -147,10 +147,10 @@ class Deployment:
             reraise=True,
         ):
             with attempt:
-                self._change("apply", var_file)
+                self._change("apply")
         return self.outputs()
 
-    def _change(self, cmd: str, var_file: Path, **extra: Any) -> None:
+    def _change(self, cmd: str, **extra: Any) -> None:
         """apply or destroy, unattended, on this deployment's own state."""
         self._run(
             cmd,
@@ -158,7 +158,7 @@ class Deployment:
             no_color=IsFlagged,
             auto_approve=IsFlagged,
             state=str(self.state_file),
-            var_file=str(var_file),
+            var_file=str(self.var_file),
             parallelism=32,
             **extra,
         )
@@ -173,4 +173,4 @@ class Deployment:
         if not self.state_file.exists():
             return
         self.init()
-        self._change("destroy", self.folder / "deployment.tfvars.json", refresh=False)
+        self._change("destroy", refresh=False)

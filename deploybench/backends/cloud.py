@@ -17,7 +17,7 @@ from pathlib import Path
 from deploybench.backends.base import Backend, MachineRequest
 from deploybench.errors import DeployBenchError, InfraError
 from deploybench.paths import state_home
-from deploybench.terraform import terraform_binary
+from deploybench.terraform import Deployment, terraform_binary
 
 OPERATOR_CIDR_ENV = "DEPLOYBENCH_OPERATOR_CIDR"
 OWNER_ENV = "DEPLOYBENCH_OWNER"
@@ -156,7 +156,7 @@ class CloudBackend(Backend):
 
     def destroy(self, folder: Path) -> None:
         super().destroy(folder)
-        tfvars = folder / "deployment.tfvars.json"
+        tfvars = Deployment(self.env_dir, folder).var_file
         if tfvars.is_file():
             variables = json.loads(tfvars.read_text())
             # Terraform cannot destroy what it never heard of: an instance whose create call
