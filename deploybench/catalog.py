@@ -15,7 +15,7 @@ import jsonschema
 import yaml
 
 from deploybench.errors import DeployBenchError
-from deploybench.paths import TASKS_DIR
+from deploybench.paths import REPO_ROOT, TASKS_DIR
 
 SCHEMA_FILE = "schema.json"
 
@@ -104,9 +104,10 @@ def read_task(path: Path) -> tuple[Any, list[str]]:
 
 
 def task_problems(path: Path, tasks_dir: Path | None = None, full: bool = True) -> list[str]:
-    """Every problem of one task.yaml: YAML, schema, folder name = id and, with `full`, that
-    its reference setup and verifier exist (and, for a demo task, its artifact, paper and the
-    commit the artifact stages to)."""
+    """Every problem of one task.yaml: YAML, schema, folder name = id and, with `full`, that a
+    verifier folder that exists is whole (and, for a demo task, its artifact, paper and the
+    commit the artifact stages to). A task whose reference setup or verifier is not written yet
+    is valid: `deploybench tasks list` shows that, and `run` refuses such a task."""
     path = Path(path)
     tasks_dir = Path(tasks_dir) if tasks_dir is not None else path.parent.parent
     where = _display(path)
@@ -122,15 +123,10 @@ def task_problems(path: Path, tasks_dir: Path | None = None, full: bool = True) 
     if not full or not isinstance(task_id, str):
         return problems
     root = tasks_dir.parent
-    for folder, what in (
-        (root / "reference_setups" / task_id, "reference setup"),
-        (root / "verifiers" / task_id, "verifier"),
-    ):
-        if not folder.is_dir():
-            problems.append(f"{where}: {what} missing: {_display(folder, root)}/ does not exist")
-    verify_sh = root / "verifiers" / task_id / "verify.sh"
-    if (root / "verifiers" / task_id).is_dir() and not verify_sh.is_file():
-        problems.append(f"{where}: verifier missing: {_display(verify_sh, root)} does not exist")
+    verifier = verifier_dir(task_id, root)
+    verify_sh = verifier / "verify.sh"
+    if verifier.is_dir() and not verify_sh.is_file():
+        problems.append(f"{where}: verifier incomplete: {_display(verify_sh, root)} does not exist")
     if data.get("demo") is True:
         problems += _demo_problems(data, where, root)
     return problems
@@ -162,6 +158,68 @@ def _demo_problems(data: dict[str, Any], where: str, root: Path) -> list[str]:
             f"stages to ({commit}); update task.yaml"
         )
     return problems
+
+
+def reference_setup_dir(task_id: str, root: Path = REPO_ROOT) -> Path:
+    """The task's reference setup: an Ansible role named after the task."""
+    return Path(root) / "reference_setups" / task_id
+
+
+def verifier_dir(task_id: str, root: Path = REPO_ROOT) -> Path:
+    """The task's hidden Layer-2 verifier."""
+    return Path(root) / "verifiers" / task_id
+
+
+def homes(task_id: str, root: Path = REPO_ROOT) -> dict[str, bool]:
+    """Which of the task's homes besides tasks/<id>/ exist: {reference_setup, verifier}."""
+    return {
+        "reference_setup": reference_setup_dir(task_id, root).is_dir(),
+        "verifier": (verifier_dir(task_id, root) / "verify.sh").is_file(),
+    }
+
+
+# The paper's catalog (its Table 8 and abstract). Demo tasks are never counted.
+PAPER_COUNTS: dict[str, int] = {
+    "tasks": 51,
+    "ai_ml": 25,
+    "systems": 19,
+    "scientific": 7,
+    "gpu": 22,
+    "qemu": 5,
+    "legacy": 10,
+    "easy": 12,
+    "medium": 20,
+    "hard": 19,
+    "languages": 11,
+}
+
+
+def catalog_tasks(tasks: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {k: t for k, t in tasks.items() if not t.get("demo")}
+
+
+def counts(tasks: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """The catalog's counts in PAPER_COUNTS' keys; languages counts distinct main languages."""
+    rows = list(catalog_tasks(tasks).values())
+    out = {"tasks": len(rows)}
+    for domain in ("ai_ml", "systems", "scientific"):
+        out[domain] = sum(t["domain"] == domain for t in rows)
+    for flag in ("gpu", "qemu", "legacy"):
+        out[flag] = sum(bool(t[flag]) for t in rows)
+    for level in ("easy", "medium", "hard"):
+        out[level] = sum(t["difficulty"] == level for t in rows)
+    out["languages"] = len({t["languages"][0] for t in rows})
+    return out
+
+
+def count_problems(tasks: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per count of the catalog that differs from the paper's."""
+    have = counts(tasks)
+    return [
+        f"catalog: {key} is {have[key]}, the paper has {want}"
+        for key, want in PAPER_COUNTS.items()
+        if have[key] != want
+    ]
 
 
 def task_files(tasks_dir: Path = TASKS_DIR) -> list[Path]:

@@ -24,11 +24,22 @@ GOOD = {
     "qemu": False,
     "legacy": False,
     "languages": ["Python"],
-    "repo": {"url": "https://github.com/QingruZhang/AdaLoRA", "commit": "a" * 40},
-    "paper": {"url": "https://arxiv.org/abs/2303.10512"},
+    "repo": {
+        "url": "https://github.com/QingruZhang/AdaLoRA",
+        "commit": "a" * 40,
+        "commit_date": "2023-06-01",
+        "ref": "main",
+        "pin_reason": "the last commit on the default branch",
+    },
+    "paper": {
+        "title": "Adaptive Budget Allocation for Parameter-Efficient Fine-Tuning",
+        "url": "https://arxiv.org/abs/2303.10512",
+    },
     "agent_minutes": 30,
     "verify_minutes": 10,
-    "machine": {"vcpus": 16, "memory_gb": 64, "disk_gb": 200, "gpu_count": 1},
+    "max_steps": 120,
+    "machine": {"type": "1gpu", "vcpus": 16, "memory_gb": 64, "disk_gb": 200, "gpu_count": 1},
+    "entry_points": ["NLU/examples/text-classification/run_glue.py"],
     "designated_experiment": "run_glue.py on CoLA for 30 steps",
     "validated": None,
 }
@@ -211,17 +222,76 @@ def test_folder_name_must_equal_id(tmp_path):
         catalog.load_tasks(tasks_dir)
 
 
-def test_reference_setup_and_verifier_must_exist(tmp_path):
+def test_a_task_without_reference_setup_or_verifier_is_valid_and_listed_so(tmp_path):
     tasks_dir = make_tree(tmp_path, with_setups=False)
-    problems = catalog.validate_all(tasks_dir)
-    assert problems == [
-        "tasks/adalora_iclr23/task.yaml: reference setup missing: "
-        "reference_setups/adalora_iclr23/ does not exist",
-        "tasks/adalora_iclr23/task.yaml: verifier missing: "
-        "verifiers/adalora_iclr23/ does not exist",
+    assert catalog.validate_all(tasks_dir) == []
+    assert catalog.homes("adalora_iclr23", tmp_path) == {
+        "reference_setup": False,
+        "verifier": False,
+    }
+    # A verifier folder without its entry script is a problem.
+    (tmp_path / "verifiers" / "adalora_iclr23").mkdir(parents=True)
+    assert catalog.validate_all(tasks_dir) == [
+        "tasks/adalora_iclr23/task.yaml: verifier incomplete: "
+        "verifiers/adalora_iclr23/verify.sh does not exist"
     ]
-    # load_tasks only checks the data: the analysis can read tasks still being written.
     assert "adalora_iclr23" in catalog.load_tasks(tasks_dir)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expect"),
+    [
+        (("repo", "commit_date"), None, "field repo/commit_date: required field is missing"),
+        (("repo", "pin_reason"), None, "field repo/pin_reason: required field is missing"),
+        (("paper", "title"), None, "field paper/title: required field is missing"),
+        (("machine", "type"), None, "field machine/type: required field is missing"),
+        (("repo", "url"), "demo:tasks/x/artifact", "field repo/url: 'demo:tasks/x/artifact'"),
+        (("languages",), ["Python 3"], "field languages/0: 'Python 3' is not one of"),
+        (("machine", "type"), "1cpu", "field machine/type: '1gpu' was expected"),
+    ],
+)
+def test_catalog_tasks_need_the_c1_facts(path, value, expect):
+    data = copy.deepcopy(GOOD)
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    if value is None:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    problems = catalog.schema_problems(data, "x", catalog.schema())
+    assert any(expect in p for p in problems), problems
+    # A demo task needs none of them but a main language of the eleven.
+    if value is None:
+        data["demo"] = True
+        data["agent_minutes"] = 10
+        assert catalog.schema_problems(data, "x", catalog.schema()) == []
+
+
+def test_submodules_are_pinned(tmp_path):
+    data = copy.deepcopy(GOOD)
+    data["repo"]["submodules"] = [
+        {"path": "m", "url": "https://github.com/a/b", "commit": "b" * 40}
+    ]
+    assert catalog.schema_problems(data, "x", catalog.schema()) == []
+    data["repo"]["submodules"][0]["commit"] = "master"
+    assert any(
+        "field repo/submodules/0/commit" in p
+        for p in catalog.schema_problems(data, "x", catalog.schema())
+    )
+
+
+def test_counts_are_computed_without_demo_tasks():
+    cpu = copy.deepcopy(GOOD) | {"id": "b_x1", "gpu": False, "domain": "systems"}
+    cpu["languages"] = ["Rust", "Python"]
+    cpu["legacy"] = True
+    demo = copy.deepcopy(GOOD) | {"id": "c_demo24", "demo": True}
+    have = catalog.counts({"a": GOOD, "b": cpu, "c": demo})
+    assert have["tasks"] == 2 and have["ai_ml"] == 1 and have["systems"] == 1
+    assert have["gpu"] == 1 and have["legacy"] == 1 and have["languages"] == 2
+    assert have["medium"] == 2 and have["easy"] == 0
+    problems = catalog.count_problems({"a": GOOD})
+    assert "catalog: tasks is 1, the paper has 51" in problems
 
 
 def test_bad_yaml_is_one_line(tmp_path):
@@ -242,6 +312,54 @@ def test_shipped_catalog_is_valid():
     tasks = catalog.load_tasks()
     demos = [t for t in tasks.values() if t.get("demo")]
     assert len(demos) >= 3
+
+
+def test_shipped_catalog_has_the_papers_counts():
+    tasks = catalog.load_tasks()
+    assert catalog.count_problems(tasks) == []
+    assert catalog.counts(tasks) == catalog.PAPER_COUNTS
+    main = {t["languages"][0] for t in catalog.catalog_tasks(tasks).values()}
+    assert main == {
+        "Python", "C/C++", "Rust", "Fortran", "Julia", "R", "Haskell", "Lua", "Racket",
+        "JavaScript", "Java",
+    }  # fmt: skip
+
+
+def test_shipped_catalog_static_facts():
+    """Unique ids, full commits, the authors' repositories, dual variants sharing a commit,
+    and `legacy` agreeing with the years: the checks CI can make without the network."""
+    tasks = catalog.catalog_tasks(catalog.load_tasks())
+    assert len(tasks) == len(set(tasks)) == 51
+    for task_id, t in tasks.items():
+        assert t["repo"]["url"].startswith("https://github.com/"), task_id
+        assert len(t["repo"]["commit"]) == 40, task_id
+        for sub in t["repo"].get("submodules", []):
+            assert len(sub["commit"]) == 40, (task_id, sub)
+        assert t["gpu"] == (t["machine"]["gpu_count"] >= 1), task_id
+        # Legacy: released 2011-2018 and untouched since 2020.
+        if t["legacy"]:
+            assert 2011 <= t["year"] <= 2018, task_id
+    for base in ("gan_neurips14", "maml_icml17"):
+        cpu, gpu = tasks[f"{base}_cpu"], tasks[f"{base}_gpu"]
+        assert cpu["repo"] == gpu["repo"] and not cpu["gpu"] and gpu["gpu"]
+    for paper_id in (
+        "adalora_iclr23", "gan_neurips14_cpu", "gan_neurips14_gpu", "mmseg_github24",
+        "silt_sosp11", "kflex_sosp24",
+    ):  # fmt: skip
+        assert paper_id in tasks
+
+
+def test_cli_list_prints_the_summary():
+    listed = run_cli("tasks", "list").stdout
+    assert "catalog: 51 tasks (3 demo tasks apart, not counted)" in listed
+    assert "25 ai_ml, 19 systems, 7 scientific" in listed
+    assert "22 GPU; 5 QEMU/kernel; 10 legacy" in listed
+    assert "12 easy, 20 medium, 19 hard" in listed
+    assert "11 language ecosystems" in listed
+    assert "equals the paper's counts: yes" in listed
+    assert "(paper:" not in listed
+    demo_only = run_cli("tasks", "list", "--demo").stdout
+    assert "legacycalc_demo24" in demo_only and "silt_sosp11" not in demo_only
 
 
 def test_cli_list_show_validate(tmp_path):

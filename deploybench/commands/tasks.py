@@ -24,17 +24,64 @@ def _yes(value: object) -> str:
     "--demo/--catalog", "demo", default=None, help="Only demo tasks / only catalog tasks."
 )
 def list_tasks(demo: bool | None) -> None:
-    """Print a table of the tasks: id, domain, difficulty, gpu, demo, validated."""
-    table = Table("id", "domain", "difficulty", "gpu", "demo", "validated")
-    for task_id, t in sorted(catalog.load_tasks().items()):
+    """Print a table of the tasks and, under it, the catalog's counts next to the paper's.
+
+    Columns: id, domain, difficulty, gpu, qemu, legacy, main language, the pinned commit,
+    whether the reference setup and the verifier are written (setup/verifier), and when the
+    reference setup last passed its verifier. Demo tasks are marked and never counted."""
+    all_tasks = catalog.load_tasks()
+    table = Table(
+        "id", "domain", "difficulty", "gpu", "qemu", "legacy", "language", "commit",
+        "setup/verifier", "demo", "validated",
+    )  # fmt: skip
+    for task_id, t in sorted(all_tasks.items()):
         if demo is not None and bool(t.get("demo")) != demo:
             continue
         v = t.get("validated")
         validated = f"{v['at']} ({v['backend']}/{v['image']})" if v else "never"
+        homes = catalog.homes(task_id)
         table.add_row(
-            task_id, t["domain"], t["difficulty"], _yes(t["gpu"]), _yes(t.get("demo")), validated
+            task_id,
+            t["domain"],
+            t["difficulty"],
+            _yes(t["gpu"]),
+            _yes(t["qemu"]),
+            _yes(t["legacy"]),
+            t["languages"][0],
+            t["repo"]["commit"][:10],
+            f"{_yes(homes['reference_setup'])}/{_yes(homes['verifier'])}",
+            _yes(t.get("demo")),
+            validated,
         )
-    Console(width=200).print(table)
+    console = Console(width=200)
+    console.print(table)
+    if demo is not True:
+        console.print(_summary(all_tasks), highlight=False)
+
+
+def _summary(all_tasks: dict[str, dict]) -> str:
+    have = catalog.counts(all_tasks)
+    want = catalog.PAPER_COUNTS
+    catalog_ids = catalog.catalog_tasks(all_tasks)
+    written = sum(all(catalog.homes(i).values()) for i in catalog_ids)
+
+    def pair(key: str, label: str) -> str:
+        mark = "" if have[key] == want[key] else f" (paper: {want[key]})"
+        return f"{have[key]} {label}{mark}"
+
+    demos = len(all_tasks) - len(catalog_ids)
+    lines = [
+        f"catalog: {pair('tasks', 'tasks')} ({demos} demo tasks apart, not counted)",
+        "  domains: " + ", ".join(pair(k, k) for k in ("ai_ml", "systems", "scientific")),
+        f"  {pair('gpu', 'GPU')}; {pair('qemu', 'QEMU/kernel')}; {pair('legacy', 'legacy')}",
+        "  difficulty: " + ", ".join(pair(k, k) for k in ("easy", "medium", "hard")),
+        f"  {pair('languages', 'language ecosystems')}: "
+        + ", ".join(sorted({t["languages"][0] for t in catalog_ids.values()})),
+        f"  reference setup and verifier written: {written}/{len(catalog_ids)}",
+        "  equals the paper's counts: "
+        + ("yes" if not catalog.count_problems(all_tasks) else "NO"),
+    ]
+    return "\n".join(lines)
 
 
 @tasks.command()
@@ -49,9 +96,13 @@ def show(task_id: str) -> None:
 def validate(paths: tuple[str, ...]) -> None:
     """Check task.yaml files (default: every task) against the schema and the layout.
 
+    Without PATHS, the catalog's counts are also checked against the paper's (see `tasks list`).
     PATHS may be task.yaml files or task folders. Prints one line per problem and exits 1 when
     there is any."""
     problems = catalog.validate_all(paths=list(paths) if paths else None)
+    if not paths and not problems:
+        # The whole catalog: its counts must be the paper's.
+        problems = catalog.count_problems(catalog.load_tasks())
     for line in problems:
         click.echo(line)
     if problems:
