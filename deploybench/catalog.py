@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
+from deploybench import yamlfile
 from deploybench.errors import DeployBenchError
 from deploybench.paths import REPO_ROOT, TASKS_DIR
 
@@ -90,14 +90,9 @@ def read_task(path: Path) -> tuple[Any, list[str]]:
     """Parse one task.yaml; (data, problems) where problems covers YAML errors only."""
     where = _display(path)
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        return None, [f"{where}: cannot read: {exc.strerror}"]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" (line {mark.line + 1})" if mark is not None else ""
-        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return None, [f"{where}: not valid YAML{at}: {reason}"]
+        data = yamlfile.load(path, where)
+    except DeployBenchError as exc:
+        return None, [str(exc)]
     if not isinstance(data, dict):
         return None, [f"{where}: field (top level): must be a mapping, got {type(data).__name__}"]
     return data, []
