@@ -103,7 +103,7 @@ def test_every_required_field_is_tested():
     assert set(WRONG) == set(REQUIRED)
 
 
-@pytest.mark.parametrize("field", sorted(GOOD))
+@pytest.mark.parametrize("field", sorted(set(GOOD) - {"entry_points"}))
 def test_missing_required_field_is_named(tmp_path, field):
     tasks_dir = make_tree(tmp_path)
     data = copy.deepcopy(GOOD)

@@ -23,7 +23,8 @@ import shlex
 from functools import lru_cache
 from typing import Any
 
-from deploybench.analysis.phases import classify, strip_wrappers
+from deploybench.analysis.invocation import canonical
+from deploybench.analysis.phases import classify
 from deploybench.analysis.shell_split import split_subcommands
 
 _PY = re.compile(r"^python[\d.]*$")
@@ -110,7 +111,7 @@ def verifier_targets(task_id: str | None, verdict: dict[str, Any] | None) -> lis
 
 @lru_cache(maxsize=100_000)
 def _runs_entry_point(subcommand: str, points: tuple[tuple[str, ...], ...]) -> bool:
-    text = strip_wrappers(subcommand)
+    text = canonical(subcommand)
     if _SHALLOW.search(text):
         return False
     words = _words(text)

@@ -1,5 +1,6 @@
-"""Give every sub-command one phase (ANALYSIS.md section 5) from the rules in phase_rules.yaml:
-the phases in their documented order, first match wins, "Other" when none matches."""
+"""Give every sub-command one phase (docs/measurements.md section 5) from the rules in
+phase_rules.yaml: the phases in their documented order, first match wins, "Other" when none
+matches. Rules see the sub-command as the bare tool would be typed (invocation.canonical)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,11 @@ from pathlib import Path
 
 import yaml
 
+from deploybench.analysis.invocation import canonical
+
 RULES_FILE = Path(__file__).with_name("phase_rules.yaml")
 OTHER = "Other"
 ACTION_PHASES = ("Install", "Build", "FileEdit", "Config", "Run/Test", "Service")
-
-# Wrappers that do not change what a command does: the phase is that of what they wrap.
-_PREFIX = re.compile(
-    r"^(?:\(\s*|sudo(?:\s+-[A-Za-z]+)*\s+|timeout\s+(?:-\S+\s+)*\d+\S*\s+|time\s+"
-    r"|env\s+(?:-\S+\s+)*(?:[A-Za-z_]\w*=\S*\s+)+|(?:[A-Za-z_]\w*=\S*\s+)+(?=\S))+"
-)
 
 
 @dataclass(frozen=True)
@@ -50,14 +47,10 @@ def phase_names() -> list[str]:
     return [p.name for p in load_rules()] + [OTHER]
 
 
-def strip_wrappers(subcommand: str) -> str:
-    return _PREFIX.sub("", subcommand.strip(), count=1)
-
-
 @lru_cache(maxsize=200_000)
 def classify(subcommand: str) -> str:
     """The phase of one sub-command."""
-    text = strip_wrappers(subcommand)
+    text = canonical(subcommand)
     for phase in load_rules():
         if phase.hits(text):
             return phase.name

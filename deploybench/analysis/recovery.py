@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from deploybench.analysis.invocation import canonical
 from deploybench.analysis.phases import ACTION_PHASES, classify
 from deploybench.analysis.shell_split import split_subcommands
 
@@ -81,7 +82,7 @@ def normalise(command: str) -> str:
 
 @lru_cache(maxsize=400_000)
 def _any_sub(command: str, patterns: tuple[re.Pattern[str], ...]) -> bool:
-    return any(p.search(s) for s in split_subcommands(command) for p in patterns)
+    return any(p.search(canonical(s)) for s in split_subcommands(command) for p in patterns)
 
 
 @lru_cache(maxsize=200_000)
