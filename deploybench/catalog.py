@@ -25,9 +25,10 @@ def _schema(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def schema(tasks_dir: Path = TASKS_DIR) -> dict[str, Any]:
-    """The JSON Schema of task.yaml (tasks/schema.json)."""
-    path = Path(tasks_dir) / SCHEMA_FILE
+def schema() -> dict[str, Any]:
+    """The JSON Schema of task.yaml: the checkout's tasks/schema.json, the one copy of contract 2.
+    A catalog folder elsewhere (`report --catalog DIR`) is checked against it too."""
+    path = TASKS_DIR / SCHEMA_FILE
     if not path.is_file():
         raise DeployBenchError(f"task schema not found: {path}")
     return _schema(path.resolve())
@@ -109,7 +110,7 @@ def task_problems(path: Path, tasks_dir: Path | None = None, full: bool = True) 
     data, problems = read_task(path)
     if data is None:
         return problems
-    problems += schema_problems(data, where, schema(tasks_dir))
+    problems += schema_problems(data, where, schema())
     task_id = data.get("id")
     if isinstance(task_id, str) and path.parent.name != task_id:
         problems.append(

@@ -172,7 +172,7 @@ def test_agent_minutes_range_depends_on_demo(tmp_path):
         for p in catalog.validate_all(tasks_dir)
     )
     data["demo"] = True
-    problems = catalog.schema_problems(data, "x", catalog.schema(tasks_dir))
+    problems = catalog.schema_problems(data, "x", catalog.schema())
     assert problems == []
 
 
@@ -390,6 +390,13 @@ def test_cli_validate_reports_each_problem(tmp_path):
         for line in lines
     )
     assert "2 problem(s)" in proc.stderr
+
+
+def test_a_catalog_folder_needs_no_schema_of_its_own(tmp_path):
+    tasks_dir = make_tree(tmp_path)
+    (tasks_dir / "schema.json").unlink()
+    assert catalog.validate_all(tasks_dir) == []
+    assert list(catalog.load_tasks(tasks_dir)) == ["adalora_iclr23"]
 
 
 def test_schema_file_is_json():
