@@ -24,6 +24,8 @@ SUBCOMMANDS = {
     "download": "deploybench.commands.cloud:download",
     "report": "deploybench.commands.report:report",
     "diagnose": "deploybench.commands.report:diagnose",
+    "sources": "deploybench.commands.sources:sources_group",
+    "stage": "deploybench.commands.sources:stage",
 }
 
 HELP = {
@@ -39,6 +41,8 @@ HELP = {
     "download": "Download a run folder from S3.",
     "report": "Compute the paper's tables and plots from runs.",
     "diagnose": "Diagnose failed attempts and map them to failure patterns.",
+    "sources": "Sync and list the source cache (task repositories at pinned commits, papers).",
+    "stage": "Stage one task's pinned tree on a fresh machine, without an agent.",
 }
 
 

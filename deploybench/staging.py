@@ -8,10 +8,15 @@ like a catalog task pins a GitHub commit."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from deploybench.errors import DeployBenchError
@@ -81,3 +86,232 @@ def demo_repo_commit(artifact_dir: Path | str) -> str:
     """The commit id make_demo_repo produces for artifact_dir (made in a scratch folder)."""
     with tempfile.TemporaryDirectory(prefix="deploybench-stage-") as tmp:
         return make_demo_repo(artifact_dir, Path(tmp) / "repo")
+
+
+# ---------- catalog tasks: the pinned tree from the source cache ----------
+def _cat_files(gitdir: Path, entries: list[tuple[str, str, str]], dest: Path) -> int:
+    """Write (mode, blob id, path) entries under dest from one `git cat-file --batch`; return
+    the bytes written. Objects are streamed in order, never the repository's history."""
+    proc = subprocess.Popen(
+        ["git", f"--git-dir={gitdir}", "cat-file", "--batch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+
+    def feed() -> None:
+        assert proc.stdin is not None
+        for _mode, oid, _path in entries:
+            proc.stdin.write(f"{oid}\n".encode())
+        proc.stdin.close()
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    total = 0
+    assert proc.stdout is not None
+    for mode, oid, path in entries:
+        header = proc.stdout.readline().decode().split()
+        if len(header) != 3:
+            proc.kill()
+            raise DeployBenchError(f"git cat-file in {gitdir}: cannot read {oid} ({path})")
+        body = proc.stdout.read(int(header[2]))
+        proc.stdout.read(1)
+        target = dest / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if mode == "120000":
+            os.symlink(body.decode(), target)
+        else:
+            target.write_bytes(body)
+            if mode == "100755":
+                target.chmod(0o755)
+        total += len(body)
+    writer.join()
+    proc.wait()
+    return total
+
+
+def _tree_entries(gitdir: Path, commit: str) -> list[tuple[str, str, str, str]]:
+    out = _run_git(gitdir, "ls-tree", "-r", "-z", "--full-tree", commit)
+    rows = []
+    for entry in out.split("\0"):
+        if entry:
+            meta, path = entry.split("\t", 1)
+            mode, kind, oid = meta.split()
+            rows.append((mode, kind, oid, path))
+    return rows
+
+
+def _run_git(gitdir: Path | None, *args: str, work: Path | None = None, stdin: str = "") -> str:
+    cmd = ["git"] + ([f"--git-dir={gitdir}"] if gitdir else [])
+    cmd += [f"--work-tree={work}"] if work else []
+    proc = subprocess.run(
+        cmd + list(args),
+        input=stdin.encode(),
+        capture_output=True,
+        env={**os.environ, "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1"},
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise DeployBenchError(f"git {args[0]} failed: {proc.stderr.decode().strip()[-300:]}")
+    return proc.stdout.decode(errors="replace")
+
+
+def shallow_checkout(
+    source: Path,
+    commit: str,
+    url: str,
+    work: Path,
+    gitdir: Path,
+    missing: dict[str, str],
+    skip_dirs: tuple[str, ...] = (),
+) -> dict[str, int]:
+    """Make `work` the tree of `commit` (from the bare repository `source`) and `gitdir` a
+    shallow repository holding that one commit's objects only: HEAD is the commit, `git status`
+    is clean, `git rev-list --count HEAD` is 1. Files whose blob `source` lacks are left out,
+    marked skip-worktree and the repository made a partial clone of `url`, so git neither
+    reports them deleted nor takes the repository for a broken one."""
+    from deploybench import sources
+
+    gitdir.mkdir(parents=True, exist_ok=True)
+    _run_git(None, "init", "--quiet", "--bare", str(gitdir))
+    _run_git(gitdir, "config", "core.bare", "false")
+    _run_git(gitdir, "config", "remote.origin.url", url)
+    _run_git(gitdir, "config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
+    sources.copy_objects(source, gitdir, commit)
+    (gitdir / "shallow").write_text(commit + "\n")
+    (gitdir / "HEAD").write_text(commit + "\n")
+    # A checkout line in HEAD's reflog makes `git status` say "HEAD detached at <commit>".
+    (gitdir / "logs").mkdir(exist_ok=True)
+    (gitdir / "logs" / "HEAD").write_text(
+        f"{'0' * 40} {commit} DeployBench <stage@deploybench.invalid> 1700000000 +0000\t"
+        f"checkout: moving from pinned to {commit}\n"
+    )
+    if missing:
+        _run_git(gitdir, "config", "core.repositoryformatversion", "1")
+        _run_git(gitdir, "config", "extensions.partialClone", "origin")
+        _run_git(gitdir, "config", "remote.origin.promisor", "true")
+        _run_git(gitdir, "config", "remote.origin.partialclonefilter", "blob:limit=4m")
+        for pack in (gitdir / "objects" / "pack").glob("*.pack"):
+            pack.with_suffix(".promisor").touch()
+    tree = _tree_entries(source, commit)
+    entries = [
+        (mode, oid, path)
+        for mode, kind, oid, path in tree
+        if kind == "blob" and path not in missing
+    ]
+    work.mkdir(parents=True, exist_ok=True)
+    written = _cat_files(source, entries, work)
+    for _mode, kind, _oid, path in tree:
+        if kind == "commit" and path not in skip_dirs:
+            (work / path).mkdir(parents=True, exist_ok=True)  # as git leaves an unused submodule
+    _run_git(gitdir, "read-tree", commit, work=work)
+    if missing:
+        _run_git(
+            gitdir,
+            "update-index",
+            "--skip-worktree",
+            "-z",
+            "--stdin",
+            work=work,
+            stdin="".join(f"{p}\0" for p in missing),
+        )
+    subprocess.run(
+        ["git", f"--git-dir={gitdir}", f"--work-tree={work}", "update-index", "-q", "--refresh"],
+        capture_output=True,
+        check=False,
+    )
+    return {"files": len(entries), "bytes": written}
+
+
+STAGED_FORMAT = 1  # bump when the staged tree's layout changes: cached tarballs are rebuilt
+
+
+def _submodule_names(gitdir: Path, commit: str) -> dict[str, str]:
+    """{path: name} from the pinned tree's .gitmodules (git keeps a submodule's repository
+    under .git/modules/<name>)."""
+    proc = subprocess.run(
+        ["git", f"--git-dir={gitdir}", "config", "--blob", f"{commit}:.gitmodules"]
+        + ["--get-regexp", r"^submodule\..*\.path$"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    names = {}
+    for line in proc.stdout.splitlines():
+        key, _, path = line.partition(" ")
+        names[path] = key[len("submodule.") : -len(".path")]
+    return names
+
+
+def staged_tree(task: dict, record: dict) -> dict:
+    """The staged tarball of a catalog task (its pinned tree, pinned submodules, a one-commit
+    shallow .git), built once per (task, commit) in the source cache and reused after."""
+    from deploybench import sources
+
+    repo = task["repo"]
+    commit = repo["commit"]
+    folder = sources.cache_root() / "staged" / task["id"]
+    folder.mkdir(parents=True, exist_ok=True)
+    tar, meta = folder / f"{commit}.tar.gz", folder / f"{commit}.json"
+    key = {
+        "format": STAGED_FORMAT,
+        "commit": commit,
+        "submodules": [[s["path"], s["commit"]] for s in repo.get("submodules") or []],
+        "missing_files": sources.all_missing(record),
+    }
+    with open(folder / f"{commit}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # parallel attempts of one task build it once
+        if tar.is_file() and meta.is_file():
+            manifest = json.loads(meta.read_text())
+            if manifest.get("key") == key:
+                return {**manifest, "reused": True}
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(dir=folder, prefix="build-") as tmp:
+            work = Path(tmp) / "tree"
+            top = sources.cached_repo(repo["url"])
+            subs = repo.get("submodules") or []
+            counts = shallow_checkout(
+                top,
+                commit,
+                repo["url"],
+                work,
+                work / ".git",
+                sources.missing_blobs(top, commit),
+                skip_dirs=tuple(s["path"] for s in subs),
+            )
+            names = _submodule_names(top, commit)
+            for sub in subs:
+                name = names.get(sub["path"], sub["path"])
+                subwork, subgit = work / sub["path"], work / ".git" / "modules" / name
+                source = sources.cached_repo(sub["url"])
+                more = shallow_checkout(
+                    source,
+                    sub["commit"],
+                    sub["url"],
+                    subwork,
+                    subgit,
+                    sources.missing_blobs(source, sub["commit"]),
+                )
+                counts = {k: counts[k] + more[k] for k in counts}
+                (subwork / ".git").write_text(f"gitdir: {os.path.relpath(subgit, subwork)}\n")
+                _run_git(subgit, "config", "core.worktree", os.path.relpath(subwork, subgit))
+                _run_git(work / ".git", "config", f"submodule.{name}.url", sub["url"])
+                _run_git(work / ".git", "config", f"submodule.{name}.active", "true")
+            status = _run_git(work / ".git", "status", "--porcelain", work=work)
+            if status.strip():
+                raise DeployBenchError(
+                    f"{task['id']}: the staged tree is not clean: {status.splitlines()[0]}"
+                )
+            part = tar.with_suffix(".part")
+            with tarfile.open(part, "w:gz", compresslevel=6) as out:
+                out.add(work, arcname=".")
+            part.replace(tar)
+        manifest = {
+            "key": key,
+            "tar": str(tar),
+            "tar_bytes": tar.stat().st_size,
+            "files": counts["files"],
+            "tree_bytes": counts["bytes"],
+            "build_seconds": round(time.monotonic() - started, 2),
+        }
+        meta.write_text(json.dumps(manifest, indent=2) + "\n")
+        return {**manifest, "reused": False}
