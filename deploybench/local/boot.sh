@@ -1,41 +1,59 @@
 #!/bin/bash
-# Runs as PID 1's parent inside fresh mount/PID/UTS/IPC namespaces (see machine.py).
-# Everything mounted here lives only in this mount namespace, so it all goes away
-# with the machine's last process; nothing needs unmounting on the host.
+# Boots one machine (see machine.py). Runs in a fresh mount namespace of its own (unshare
+# --mount), so the overlay mounted here lives only there and goes away with the machine's last
+# process: nothing needs unmounting on the host, even after a crash.
 set -euo pipefail
-lower=$1 upper=$2 work=$3 root=$4 name=$5 port=$6 gpu=$7
+lower=$1 upper=$2 work=$3 root=$4 name=$5 port=$6 gpu=$7 uid_base=$8 cgroup=$9
 
 mount --make-rprivate /
-mount -t overlay overlay -o "lowerdir=$lower,upperdir=$upper,workdir=$work" "$root"
-mount -t proc proc "$root/proc"
-mount -t sysfs -o ro,nosuid,nodev,noexec sysfs "$root/sys"
-mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/tmp"
-mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
-mkdir -p "$root/run/sshd" "$root/run/lock"
-chmod 1777 "$root/run/lock"
+cgroup_hierarchies=()
+if [ ! -e /sys/fs/cgroup/cgroup.procs ]; then
+  for procs in /sys/fs/cgroup/*/cgroup.procs; do
+    [ "$procs" = /sys/fs/cgroup/cpuset/cgroup.procs ] || cgroup_hierarchies+=("${procs%/cgroup.procs}")
+  done
+fi
+# nodev: no device node of the overlay opens a device (only /dev, made by nspawn, does).
+# The lower layer is never written through an overlay; the machine reaches only this mount.
+mount -t overlay overlay -o "lowerdir=$lower,upperdir=$upper,workdir=$work,nodev" "$root"
 
-# A minimal /dev: the usual character devices bound from the host, a private devpts.
-mount -t tmpfs -o mode=755,nosuid tmpfs "$root/dev"
-for d in null zero full random urandom tty; do
-  touch "$root/dev/$d"
-  mount --bind "/dev/$d" "$root/dev/$d"
+# A cgroup of its own per machine in each of the host's cgroup v1/hybrid hierarchies (systemd
+# is not PID 1 on every host, so nobody else gives it one): nspawn makes its payload/supervisor
+# cgroups under it, so two machines never share a cgroup nor see each other's through their
+# cgroup namespace, and destroy can end whatever is left in it. cpuset is left alone: a new
+# cpuset cgroup holds no CPU until one is written into it. (On a cgroup v2 host that runs
+# systemd, nspawn's own cgroup handling applies; see README.)
+for hierarchy in "${cgroup_hierarchies[@]}"; do
+  mkdir -p "$hierarchy/$cgroup"
+  echo $$ >"$hierarchy/$cgroup/cgroup.procs"
 done
-mkdir -p "$root/dev/pts" "$root/dev/shm" "$root/dev/mqueue"
-mount -t devpts -o newinstance,ptmxmode=0666,mode=620,gid=5 devpts "$root/dev/pts"
-ln -s pts/ptmx "$root/dev/ptmx"
-mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/dev/shm"
-mount -t mqueue mqueue "$root/dev/mqueue"
-ln -s /proc/self/fd "$root/dev/fd"
-ln -s /proc/self/fd/0 "$root/dev/stdin"
-ln -s /proc/self/fd/1 "$root/dev/stdout"
-ln -s /proc/self/fd/2 "$root/dev/stderr"
+
+binds=()
 if [ "$gpu" = 1 ]; then
   for d in /dev/nvidia* /dev/dri; do
-    [ -e "$d" ] || continue
-    if [ -d "$d" ]; then mkdir -p "$root$d"; else touch "$root$d"; fi
-    mount --bind "$d" "$root$d"
+    [ -e "$d" ] && binds+=("--bind=$d")
   done
 fi
 
-hostname "$name"
-exec chroot "$root" /usr/sbin/sshd -D -e -p "$port" -o ListenAddress=127.0.0.1
+# Why each flag:
+#   --private-users=BASE:65536  root inside is host uid BASE, an unprivileged user on the host;
+#     --private-users-ownership=off  the image was shifted to that range once, when it was built.
+#   --register=no --keep-unit   systemd is not PID 1 on every host (not here: no system bus),
+#     so nspawn must neither ask machined to register the machine nor ask systemd for a scope.
+#   --settings=no               no .nspawn file next to the tree may change these options.
+#   --as-pid2                   a stub init as PID 1 reaps orphans; sshd is not an init.
+#   --resolv-conf/--timezone=off, --link-journal=no  nspawn writes nothing into the machine:
+#     machine.py wrote its resolv.conf, and the overlay's upper layer stays the agent's doing.
+#   --console=read-only         no host file descriptor reaches the machine; output is logged.
+#   no --private-network        the host network is shared so apt and pip work as on a VM.
+exec systemd-nspawn \
+  --quiet \
+  --register=no --keep-unit \
+  --settings=no \
+  --directory="$root" --machine="$name" \
+  --private-users="$uid_base:65536" --private-users-ownership=off \
+  --as-pid2 \
+  --resolv-conf=off --timezone=off --link-journal=no \
+  --console=read-only \
+  "${binds[@]}" \
+  /bin/sh -c "mkdir -p /run/sshd /run/lock && chmod 1777 /run/lock &&
+    exec /usr/sbin/sshd -D -e -p $port -o ListenAddress=127.0.0.1"

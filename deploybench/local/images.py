@@ -3,7 +3,11 @@
 An image holds what a fresh cloud image holds and nothing task-specific. It is built once per
 host, cached under the state folder keyed by a hash of its recipe, and rebuilt when the recipe
 changes. Ubuntu 22.04 (the paper's image) cannot be built from here: only Debian's archive is
-reachable, so the local backend offers Debian 12 and Debian 13 and says so."""
+reachable, so the local backend offers Debian 12 and Debian 13 and says so.
+
+Machines run in a user namespace whose root is host uid UID_BASE (see machine.py), so an image
+is owned by that uid range on disk: its ownership is shifted once, right after it is built,
+never per machine (a per-machine shift copies the whole image)."""
 
 from __future__ import annotations
 
@@ -24,6 +28,12 @@ DEBIAN_MIRROR = os.environ.get("DEPLOYBENCH_DEBIAN_MIRROR", "http://deb.debian.o
 SECURITY_MIRROR = os.environ.get(
     "DEPLOYBENCH_DEBIAN_SECURITY_MIRROR", "http://deb.debian.org/debian-security"
 )
+
+# Host uid (and gid) that is root inside every local machine; the 65536 ids after it are the
+# machine's other users. Above the range systemd-nspawn picks from (524288-1878982656) and far
+# above any host account, so no host file or process has these ids except the machines'.
+UID_BASE = 0x70000000
+UID_RANGE = 65536
 
 # What a fresh cloud image has: an interpreter for Ansible, sudo, sshd, the usual fetch tools.
 # python3-venv, compilers and the like are deliberately absent, as on a fresh cloud image.
@@ -70,6 +80,7 @@ class Recipe:
     description: str
     packages: list[str] = field(default_factory=lambda: list(BASE_PACKAGES))
     customize: list[str] = field(default_factory=lambda: list(CUSTOMIZE))
+    uid_base: int = UID_BASE
 
     def sources(self) -> list[str]:
         return [
@@ -134,6 +145,8 @@ def ensure_image(name: str, on_line=None) -> Path:
         return target
     mmdebstrap = require_mmdebstrap()
     images_dir().mkdir(parents=True, exist_ok=True)
+    # Root-only: nothing but the overlay mount (made by root) needs to read an image.
+    os.chmod(images_dir(), 0o700)
     with open(images_dir() / f"{name}.lock", "w") as lock:
         # Parallel provisions wait here for one build instead of building twice.
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -175,8 +188,10 @@ def ensure_image(name: str, on_line=None) -> Path:
                 f"building image {name} failed (mmdebstrap exit {proc.returncode}: {tail[0]}); "
                 f"log: {log_path}"
             )
+        _shift_ownership(staging / "rootfs", recipe.uid_base)
         meta = {
             "name": name,
+            "uid_base": recipe.uid_base,
             "suite": recipe.suite,
             "digest": recipe.digest(),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -187,6 +202,40 @@ def ensure_image(name: str, on_line=None) -> Path:
         shutil.rmtree(target.parent, ignore_errors=True)
         staging.rename(target.parent)
     return target
+
+
+def _shift_ownership(rootfs: Path, uid_base: int) -> None:
+    """Own the image by the machines' uid range, once. systemd-nspawn's own recursive chown
+    does it (ACLs included) in well under a second; /bin/true is all it runs inside."""
+    nspawn = shutil.which("systemd-nspawn")
+    if nspawn is None:
+        raise DeployBenchError(
+            "systemd-nspawn not found: local machines run in it (apt-get install systemd-container)"
+        )
+    proc = subprocess.run(
+        [
+            nspawn,
+            "--quiet",
+            "--register=no",
+            "--keep-unit",
+            "--settings=no",
+            "--resolv-conf=off",
+            "--timezone=off",
+            "--link-journal=no",
+            "--console=pipe",
+            f"--directory={rootfs}",
+            f"--private-users={uid_base}:{UID_RANGE}",
+            "--private-users-ownership=chown",
+            "/bin/true",
+        ],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")},
+    )
+    if proc.returncode != 0 or rootfs.stat().st_uid != uid_base:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise DeployBenchError(f"shifting the image's ownership to uid {uid_base} failed: {tail}")
 
 
 def list_images() -> list[dict]:

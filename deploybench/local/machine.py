@@ -1,14 +1,21 @@
-"""One local machine: an overlay on a cached base image, in its own mount, PID, UTS and IPC
-namespaces, with sshd on a loopback port. The host network is shared so apt and pip work.
+"""One local machine: a systemd-nspawn container on an overlay of a cached base image, with sshd
+on a loopback port. The host network is shared so apt and pip work.
+
+Root inside is host uid images.UID_BASE, an unprivileged user on the host (user namespace);
+the root is pivoted onto the overlay, whose lower layer (the image) is never written; /dev is
+nspawn's minimal one, /proc/sys and /sys are read-only. Nothing of the host is mounted in: not
+the controller's checkout, the state folder, the image cache nor another machine's key or
+overlay, which all stay root-only on the host.
 
 Called by the local Terraform module (`python -m deploybench.local.machine up|down`) and by
-`deploybench destroy --all`. Every mount is made inside the machine's own mount namespace, so
-killing the namespace's first process (PID 1 inside) ends every process of the machine and
-drops every mount with it: nothing is left to unmount on the host."""
+`deploybench destroy --all`. The overlay is mounted in a mount namespace of the machine's own
+(boot.sh), so killing the container's PID 1 ends every process of the machine and drops every
+mount with it: nothing is left to unmount on the host."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -27,6 +34,22 @@ BOOT_SCRIPT = Path(__file__).with_name("boot.sh")
 SSH_WAIT_SECONDS = 30
 
 
+NSPAWN_PROPAGATE = Path("/run/systemd/nspawn/propagate")
+# The host's cgroup v1/hybrid hierarchies in which boot.sh gives each machine a cgroup.
+CGROUP_HIERARCHIES = (
+    []
+    if Path("/sys/fs/cgroup/cgroup.procs").exists()
+    else [
+        p.parent for p in Path("/sys/fs/cgroup").glob("*/cgroup.procs") if p.parent.name != "cpuset"
+    ]
+)
+# What the machine's processes run with on the host: nothing of the controller's environment.
+BOOT_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LANG": "C.UTF-8",
+}
+
+
 def require_root() -> None:
     if os.geteuid() != 0:
         raise DeployBenchError(
@@ -39,6 +62,17 @@ def machines_dir(state_dir: Path) -> Path:
     return Path(state_dir) / "machines"
 
 
+def cgroup_group(state_dir: Path) -> str:
+    """The cgroup folder of one state folder's machines: tests with private state folders run
+    machines at the same time, and `destroy --all` of one must not end the other's."""
+    digest = hashlib.sha256(str(Path(state_dir).resolve()).encode()).hexdigest()[:12]
+    return f"deploybench/{digest}"
+
+
+def _host_id(inside: int) -> int:
+    return images.UID_BASE + inside
+
+
 def _start_time(pid: int) -> str | None:
     """The process's start time in clock ticks: tells a live machine from a reused pid."""
     try:
@@ -48,17 +82,43 @@ def _start_time(pid: int) -> str | None:
     return fields[19]
 
 
-def _child_pid(pid: int, timeout: float = 5.0) -> int:
+def _descendants(pid: int) -> list[int]:
+    """Every process below pid, parents before children."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop(0)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                kids = [int(c) for c in (task / "children").read_text().split()]
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+def _is_container_init(pid: int) -> bool:
+    """PID 1 of a PID namespace below the host's: its NSpid line ends in 1."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    for line in status.splitlines():
+        if line.startswith("NSpid:"):
+            ids = line.split()[1:]
+            return len(ids) > 1 and ids[-1] == "1"
+    return False
+
+
+def _container_init(pid: int, proc: subprocess.Popen, timeout: float = 10.0) -> int:
+    """The host pid of the container's PID 1, started by nspawn somewhere below pid."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        except FileNotFoundError:
-            break
-        if children:
-            return int(children[0])
+    while time.monotonic() < deadline and proc.poll() is None:
+        for child in _descendants(pid):
+            if _is_container_init(child):
+                return child
         time.sleep(0.01)
-    raise InfraError(f"the machine's namespace did not start (no child of pid {pid})")
+    raise InfraError(f"the machine's container did not start (no PID 1 below pid {pid})")
 
 
 def is_alive(info: dict) -> bool:
@@ -79,6 +139,20 @@ def _port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _mirror_lower(upper: Path, lower: Path) -> None:
+    """Folders made in the upper layer hide the image's: give each the owner and mode of the
+    image's folder (already in the machines' uid range), or root's inside if it has none."""
+    for path in sorted(upper.rglob("*"), reverse=True) + [upper]:
+        rel = path.relative_to(upper)
+        twin = lower / rel
+        if path.is_dir() and twin.is_dir() and not twin.is_symlink():
+            st = twin.lstat()
+            os.chown(path, st.st_uid, st.st_gid)
+            os.chmod(path, st.st_mode & 0o7777)
+        elif path.lstat().st_uid < images.UID_BASE:
+            os.lchown(path, _host_id(0), _host_id(0))
+
+
 def _trust_host_cas(upper: Path) -> None:
     """Machines share the host's network, so they trust the CAs the host added for it (an
     egress proxy's, a company's): the host's extra certificates and its merged bundle."""
@@ -95,8 +169,9 @@ def _trust_host_cas(upper: Path) -> None:
         shutil.copy(bundle, upper / "etc/ssl/certs/ca-certificates.crt")
 
 
-def _prepare_upper(mdir: Path, name: str) -> None:
-    """Files every machine gets before boot: its keys, name and DNS settings."""
+def _prepare_upper(mdir: Path, name: str, lower: Path) -> None:
+    """Files every machine gets before boot: its keys, name and DNS settings, owned by the
+    machine's users (host ids shifted by images.UID_BASE)."""
     upper = mdir / "upper"
     for sub in ("upper", "work", "root"):
         (mdir / sub).mkdir(parents=True, exist_ok=True)
@@ -109,7 +184,7 @@ def _prepare_upper(mdir: Path, name: str) -> None:
     ssh_dir.mkdir(parents=True)
     shutil.copy(f"{key}.pub", ssh_dir / "authorized_keys")
     for path in (ssh_dir.parent, ssh_dir, ssh_dir / "authorized_keys"):
-        os.chown(path, 1000, 1000)
+        os.chown(path, _host_id(1000), _host_id(1000))
     os.chmod(ssh_dir.parent, 0o750)
     os.chmod(ssh_dir, 0o700)
     (upper / "etc/ssh").mkdir(parents=True)
@@ -133,6 +208,7 @@ def _prepare_upper(mdir: Path, name: str) -> None:
     resolv = Path("/etc/resolv.conf")
     (upper / "etc/resolv.conf").write_text(resolv.read_text() if resolv.exists() else "")
     _trust_host_cas(upper)
+    _mirror_lower(upper, lower)
     # Kept so the evidence of what the agent changed can leave out what the harness wrote.
     baseline = sorted(str(p.relative_to(upper)) for p in upper.rglob("*"))
     (mdir / "baseline.json").write_text(json.dumps(baseline))
@@ -143,26 +219,32 @@ def up(state_dir: Path, name: str, port: int, image: str, gpu: bool, tags: dict)
     lower = images.image_path(image)
     if not images.is_built(image):
         images.ensure_image(image)
+    if shutil.which("systemd-nspawn") is None:
+        raise DeployBenchError(
+            "systemd-nspawn not found: local machines run in it (apt-get install systemd-container)"
+        )
     mdir = machines_dir(state_dir) / name
     old = read_info(mdir)
     if old and is_alive(old):
         raise DeployBenchError(f"machine {name} is already running")
     shutil.rmtree(mdir, ignore_errors=True)
-    mdir.mkdir(parents=True)
-    _prepare_upper(mdir, name)
+    # Root-only on the host: keys, overlays and state of one machine are no one else's, and
+    # every machine's root is an unprivileged host user that could not enter them anyway.
+    machines_dir(state_dir).mkdir(parents=True, exist_ok=True)
+    os.chmod(machines_dir(state_dir), 0o700)
+    mdir.mkdir(mode=0o700)
+    _prepare_upper(mdir, name, lower)
     if gpu and not any(Path("/dev").glob("nvidia[0-9]*")):
         raise DeployBenchError("--gpu asked for, but this host has no /dev/nvidia* device")
     if _port_open(port):
         raise InfraError(f"port {port} is already in use on 127.0.0.1")
 
+    cgroup = f"{cgroup_group(state_dir)}/{name}"
     with open(mdir / "console.log", "ab") as log:
         proc = subprocess.Popen(
             [
                 "unshare",
                 "--mount",
-                "--pid",
-                "--uts",
-                "--ipc",
                 "--fork",
                 "--kill-child=SIGKILL",
                 "bash",
@@ -174,13 +256,16 @@ def up(state_dir: Path, name: str, port: int, image: str, gpu: bool, tags: dict)
                 name,
                 str(port),
                 "1" if gpu else "0",
+                str(images.UID_BASE),
+                cgroup,
             ],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
             start_new_session=True,
+            env=BOOT_ENV,
         )
-    init_pid = _child_pid(proc.pid)
+    init_pid = _container_init(proc.pid, proc)
     info = {
         "name": name,
         "port": port,
@@ -190,6 +275,8 @@ def up(state_dir: Path, name: str, port: int, image: str, gpu: bool, tags: dict)
         "tags": tags,
         "unshare_pid": proc.pid,
         "init_pid": init_pid,
+        "uid_base": images.UID_BASE,
+        "cgroup": cgroup,
         "init_start": _start_time(init_pid),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -205,8 +292,36 @@ def up(state_dir: Path, name: str, port: int, image: str, gpu: bool, tags: dict)
     return info
 
 
+def _cgroup_pids(cgroup: str) -> set[int]:
+    pids = set()
+    for hierarchy in CGROUP_HIERARCHIES:
+        for procs in (hierarchy / cgroup).rglob("cgroup.procs"):
+            with contextlib.suppress(FileNotFoundError, OSError):
+                pids.update(int(p) for p in procs.read_text().split())
+    return pids
+
+
+def end_cgroup(cgroup: str) -> None:
+    """SIGKILL whatever is left in a machine's cgroups (if nspawn died before its container),
+    then remove the cgroups, deepest first."""
+    deadline = time.monotonic() + 10
+    while (pids := _cgroup_pids(cgroup)) and time.monotonic() < deadline:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+    for hierarchy in CGROUP_HIERARCHIES:
+        top = hierarchy / cgroup
+        if not top.is_dir():
+            continue
+        for folder in sorted((p for p in top.rglob("*") if p.is_dir()), reverse=True) + [top]:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
 def kill_machine(info: dict) -> None:
-    """SIGKILL to PID 1 of the namespace ends every process in it, then the mounts go."""
+    """SIGKILL to the container's PID 1 ends every process in it, then nspawn exits and the
+    mounts go with its mount namespace."""
     for key in ("init_pid", "unshare_pid"):
         pid = info.get(key)
         if pid and _start_time(pid) is not None:
@@ -215,6 +330,14 @@ def kill_machine(info: dict) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and _start_time(info.get("init_pid") or 0) is not None:
         time.sleep(0.02)
+    if info.get("cgroup"):
+        end_cgroup(info["cgroup"])
+        for hierarchy in CGROUP_HIERARCHIES:
+            with contextlib.suppress(OSError):
+                (hierarchy / info["cgroup"]).parent.rmdir()
+    # nspawn leaves its (empty) propagation folder behind when /run is not a tmpfs.
+    with contextlib.suppress(OSError):
+        (NSPAWN_PROPAGATE / info.get("name", "")).rmdir()
 
 
 def down(state_dir: Path, name: str, keep: bool = False) -> None:
@@ -271,14 +394,20 @@ def down_all(state_dir: Path) -> list[str]:
         down(state_dir, mdir.name)
         gone.append(mdir.name)
     for pid in stray_namespaces(state_dir):
-        try:
-            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        except FileNotFoundError:
-            children = []
-        for target in [*map(int, children), pid]:
+        for target in [*reversed(_descendants(pid)), pid]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(target, signal.SIGKILL)
         gone.append(f"pid {pid}")
+    # A machine whose nspawn died without its container is still in its state folder's cgroups.
+    group = cgroup_group(state_dir)
+    names = {p.name for h in CGROUP_HIERARCHIES for p in (h / group).glob("*") if p.is_dir()}
+    for name in sorted(names):
+        if _cgroup_pids(f"{group}/{name}"):
+            gone.append(f"cgroup {name}")
+        end_cgroup(f"{group}/{name}")
+    for hierarchy in CGROUP_HIERARCHIES:
+        with contextlib.suppress(OSError):
+            (hierarchy / group).rmdir()
     return gone
 
 
