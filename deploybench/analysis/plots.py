@@ -209,7 +209,7 @@ def stops_and_completion(f: Frames, comp: Table) -> str:
 
 def tokens_and_time(cost: Table) -> str:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.4))
-    tokens = cost.frame[["avg tokens, solved", "avg tokens, failed"]]
+    tokens = cost.frame[["avg tokens total, solved", "avg tokens total, failed"]]
     tokens.columns = ["solved", "failed"]
     _bars(left, tokens, ["#2a9d8f", "#e76f51"])
     left.set_ylabel("average tokens per attempt")

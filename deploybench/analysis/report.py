@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from deploybench.analysis import frames, html_page, plots, render, tables
+from deploybench.analysis import frames, html_page, plots, render, tables, token_prices
 from deploybench.analysis.load import load_runs
 from deploybench.catalog import load_tasks
 from deploybench.paths import TASKS_DIR
@@ -21,19 +21,26 @@ class ReportResult:
     notes: list[str]
 
 
-def compute(run_dirs: list[Path], catalog_dir: Path | None = None):
-    """(frames, tables) for the runs; the catalog gives domain, difficulty, age, entry points."""
+def compute(run_dirs: list[Path], catalog_dir: Path | None = None, prices: Path | None = None):
+    """(frames, tables) for the runs; the catalog gives domain, difficulty, age, entry points;
+    `prices` (a token price table) gives the estimated money cost per attempt."""
     catalog_dir = Path(catalog_dir) if catalog_dir else TASKS_DIR
     catalog = load_tasks(catalog_dir) if catalog_dir.is_dir() else {}
+    price_table = token_prices.load(prices) if prices else {}
     runs = load_runs([Path(r) for r in run_dirs])
     f = frames.build(runs, catalog)
+    f.attempts["cost_estimate_usd"] = token_prices.estimate(f.attempts, price_table)
     return f, tables.all_tables(f)
 
 
 def write_report(
-    run_dirs: list[Path], out: Path, catalog_dir: Path | None = None, with_html: bool = True
+    run_dirs: list[Path],
+    out: Path,
+    catalog_dir: Path | None = None,
+    with_html: bool = True,
+    prices: Path | None = None,
 ) -> ReportResult:
-    f, all_tables = compute(run_dirs, catalog_dir)
+    f, all_tables = compute(run_dirs, catalog_dir, prices)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     names = [str(r) for r in run_dirs]

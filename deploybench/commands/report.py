@@ -22,12 +22,20 @@ import click
 @click.option(
     "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder."
 )
-def report(run_dirs: tuple[Path, ...], catalog: Path | None, out: Path) -> None:
+@click.option(
+    "--prices",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="CSV of token prices (model,input_usd_per_million,output_usd_per_million) for an "
+    "estimate of each attempt's money cost.",
+)
+def report(
+    run_dirs: tuple[Path, ...], catalog: Path | None, out: Path, prices: Path | None
+) -> None:
     """Compute the paper's tables (CSV + Markdown) and one HTML page with plots from one or
     more run folders."""
     from deploybench.analysis.report import write_report
 
-    result = write_report(list(run_dirs), out, catalog)
+    result = write_report(list(run_dirs), out, catalog, prices=prices)
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     click.echo(f"{len(result.tables)} tables: {result.out / 'tables'}/")

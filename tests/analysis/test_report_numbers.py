@@ -66,22 +66,59 @@ def test_cost_and_time(computed):
     c = t["2_cost_time"].frame
     # alpha: steps 6, 6, 3 -> 5.0; tokens 1100, 2200, 550 -> 1283.33; in (1000+2000+500)/3
     assert c.loc[A, "attempts"] == 3 and close(c.loc[A, "avg steps"], 5.0)
-    assert close(c.loc[A, "avg tokens (total)"], 1283.33)
+    assert close(c.loc[A, "avg tokens total"], 1283.33)
     assert close(c.loc[A, "avg tokens in"], 1166.67) and close(c.loc[A, "avg tokens out"], 116.67)
-    # solved: t1 only (1100); failed: (2200 + 550) / 2 = 1375
-    assert close(c.loc[A, "avg tokens, solved"], 1100) and close(
-        c.loc[A, "avg tokens, failed"], 1375
-    )
+    # solved: t1 only (1100 = 1000 in + 100 out); failed: (2200 + 550) / 2 = 1375,
+    # in (2000 + 500) / 2 = 1250, out (200 + 50) / 2 = 125
+    assert close(c.loc[A, "avg tokens total, solved"], 1100)
+    assert close(c.loc[A, "avg tokens in, solved"], 1000)
+    assert close(c.loc[A, "avg tokens out, solved"], 100)
+    assert close(c.loc[A, "avg tokens total, failed"], 1375)
+    assert close(c.loc[A, "avg tokens in, failed"], 1250)
+    assert close(c.loc[A, "avg tokens out, failed"], 125)
+    # no --prices: no estimate
+    assert pd.isna(c.loc[A, "avg cost USD, estimate from --prices"])
     # minutes: (600+1200+1800)/3/60 = 20; solved 600/60 = 10; failed (1200+1800)/2/60 = 25
     assert close(c.loc[A, "avg runtime min (total)"], 20)
     assert close(c.loc[A, "avg runtime min, solved"], 10)
     assert close(c.loc[A, "avg runtime min, failed"], 25)
     # beta: steps 4, 1, 2, 2 -> 2.25; no tokens recorded; minutes (300+60+900+600)/4/60 = 7.75
-    assert close(c.loc[B, "avg steps"], 2.25) and pd.isna(c.loc[B, "avg tokens (total)"])
+    assert close(c.loc[B, "avg steps"], 2.25) and pd.isna(c.loc[B, "avg tokens total"])
     assert close(c.loc[B, "avg runtime min (total)"], 7.75)
     # solved (60+900)/2/60 = 8.0; failed (300+600)/2/60 = 7.5
     assert close(c.loc[B, "avg runtime min, solved"], 8.0)
     assert close(c.loc[B, "avg runtime min, failed"], 7.5)
+
+
+def test_cost_estimate_from_a_price_table(computed, tmp_path):
+    _, _, run_dir, catalog = computed
+    prices = tmp_path / "prices.csv"
+    prices.write_text(
+        "model,input_usd_per_million,output_usd_per_million\nm1,2000,10000\nother,1,1\n"
+    )
+    _, tables = compute([run_dir], catalog, prices)
+    c = {t.key: t for t in tables}["2_cost_time"].frame
+    # alpha (m1): 1000*2000/1e6 + 100*10000/1e6 = 3.0; 2000 in/200 out -> 6.0; 500/50 -> 1.5
+    assert close(c.loc[A, "avg cost USD, estimate from --prices"], 3.5)
+    # beta has no model, so no price
+    assert pd.isna(c.loc[B, "avg cost USD, estimate from --prices"])
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("model,price\nm1,1\n", "line 1: the columns must be"),
+        ("model,input_usd_per_million,output_usd_per_million\nm1,x,1\n", "line 2: prices"),
+        ("model,input_usd_per_million,output_usd_per_million\nm1,1,-1\n", "line 2: a model"),
+        ("model,input_usd_per_million,output_usd_per_million\nm1,1,1\nm1,2,2\n", "priced twice"),
+    ],
+)
+def test_bad_price_table_is_one_line(computed, tmp_path, text, reason):
+    _, _, run_dir, catalog = computed
+    prices = tmp_path / "prices.csv"
+    prices.write_text(text)
+    with pytest.raises(DeployBenchError, match=reason):
+        compute([run_dir], catalog, prices)
 
 
 def test_failures(computed):
