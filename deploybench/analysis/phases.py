@@ -21,6 +21,7 @@ ACTION_PHASES = ("Install", "Build", "FileEdit", "Config", "Run/Test", "Service"
 @dataclass(frozen=True)
 class Phase:
     name: str
+    doc: str
     match: tuple[re.Pattern[str], ...]
     unless: tuple[re.Pattern[str], ...]
 
@@ -36,6 +37,7 @@ def load_rules(path: Path = RULES_FILE) -> tuple[Phase, ...]:
     return tuple(
         Phase(
             name=entry["name"],
+            doc=entry["doc"],
             match=tuple(re.compile(p) for p in entry["match"]),
             unless=tuple(re.compile(p) for p in entry.get("unless", [])),
         )

@@ -1,4 +1,4 @@
-"""Every measurement of ANALYSIS.md sections 1 to 9 as a pandas table, one column (or row)
+"""Every measurement of docs/measurements.md sections 1 to 9 as a pandas table, one column (or row)
 per agent + model. Each table keeps its numbers (for CSV) and the paper's figures where the
 paper published them (shown beside ours)."""
 
@@ -14,7 +14,7 @@ import yaml
 
 from deploybench.analysis import diagnose, recovery
 from deploybench.analysis.frames import Frames
-from deploybench.analysis.phases import phase_names
+from deploybench.analysis.phases import load_rules, phase_names
 
 PAPER_FILE = Path(__file__).with_name("paper_figures.yaml")
 ALL = "all agents"
@@ -210,13 +210,23 @@ def phases(f: Frames) -> list[Table]:
     shares = counts.apply(lambda c: pd.Series(pct(c, c.sum()), index=c.index)).astype(object)
     # the count row stays integer beside the float shares
     shares.loc["sub-commands (n)"] = [int(v) for v in counts.sum()]
+    taxonomy = pd.DataFrame(
+        {"what it covers": [p.doc for p in load_rules()] + ["no phase rule matched"]},
+        index=order,
+    )
     return [
         Table(
+            "5_phase_taxonomy",
+            "5. The phases of a sub-command (paper Table 10)",
+            taxonomy,
+            "Rules: deploybench/analysis/phase_rules.yaml (first match wins).",
+        ),
+        Table(
             "5_phases",
-            "5. Phases: share of sub-commands in % (paper Tables 10 and 11)",
+            "5b. Phases: share of sub-commands in %, by outcome (paper Table 11)",
             shares,
             "Rules: deploybench/analysis/phase_rules.yaml (first match wins).",
-        )
+        ),
     ]
 
 
@@ -233,21 +243,34 @@ def tool_use(f: Frames) -> list[Table]:
     heredoc_attempts = set(commands.loc[heredoc[heredoc].index, "a"])
     soft = commands.groupby("a")["soft_timeout"].sum().reindex(att.index, fill_value=0)
     events_n = by_kind.sum(axis=1)
-    rows = {}
+    signals, endings = {}, {}
     for label in f.labels:
         idx = att.index[att["label"] == label]
         k = by_kind.loc[idx]
-        rows[label] = {
+        signals[label] = {
             "attempts": len(idx),
             "used the task tracker": int((k["task_tracker"] > 0).sum()),
             "structured file actions": int(((k["file_read"] + k["file_edit"]) > 0).sum()),
             "contain a heredoc": len(heredoc_attempts & set(idx)),
+        }
+        endings[label] = {
+            "attempts": len(idx),
             "soft timeouts / commands %": pct(soft.loc[idx].sum(), k["command"].sum()).item(),
             "ended by the step limit": int((att.loc[idx, "stop_type"] == "max_steps").sum()),
             "message share of events %": pct(k["message"].sum(), events_n.loc[idx].sum()).item(),
         }
-    frame = pd.DataFrame.from_dict(rows, orient="index")
-    return [Table("6_tool_use", "6. Tool-use signals (paper Tables 12 and 13)", frame)]
+    return [
+        Table(
+            "6_tool_use",
+            "6. Tool-use signals: attempts with each (paper Table 12)",
+            pd.DataFrame.from_dict(signals, orient="index"),
+        ),
+        Table(
+            "6_waits_and_limits",
+            "6b. Soft timeouts, step limits and messages (paper Table 13)",
+            pd.DataFrame.from_dict(endings, orient="index"),
+        ),
+    ]
 
 
 def recovery_tables(f: Frames) -> list[Table]:
@@ -267,10 +290,18 @@ def recovery_tables(f: Frames) -> list[Table]:
         },
         index=labels,
     )
-    per_agent = pd.crosstab(fl["recovery"], fl["label"])
-    per_agent = per_agent.reindex(index=labels, columns=f.labels, fill_value=0)
-    per_agent.index.name = None
-    per_agent.columns.name = None
+    per_agent = pd.DataFrame(
+        {
+            f"{label}, {outcome}": fl[(fl["label"] == label) & (fl["outcome"] == outcome)][
+                "recovery"
+            ]
+            .value_counts()
+            .reindex(labels, fill_value=0)
+            for label in f.labels
+            for outcome in ("success", "failed")
+        },
+        index=labels,
+    ).astype(int)
     by_rule = fl.groupby("rule").size().reindex(range(1, 10), fill_value=0)
     by_rule = by_rule.rename("failed commands")
     rules = {r.id: f"{r.id}. {r.label}: {r.doc}" for r in recovery.load_rules()[1]}
@@ -285,11 +316,18 @@ def recovery_tables(f: Frames) -> list[Table]:
             paper,
             "published figures",
         ),
-        Table("7_recovery_per_agent", "7b. Recovery labels per agent (counts)", per_agent),
+        Table(
+            "7_recovery_per_agent",
+            "7b. Recovery labels per agent and outcome, counts (paper Tables 14-16)",
+            per_agent,
+        ),
         Table(
             "7_recovery_rules", "7c. Which rule labelled each failed command", by_rule.to_frame()
         ),
     ]
+
+
+STOP_TYPES = ("self_stop", "timeout", "max_steps")
 
 
 def completion_tables(f: Frames) -> list[Table]:
@@ -324,11 +362,18 @@ def completion_tables(f: Frames) -> list[Table]:
         index=frame.index,
         dtype=object,
     )
-    split = pd.crosstab([att["stop_type"].fillna("unknown"), att["outcome"]], att["label"]).reindex(
-        columns=f.labels, fill_value=0
+    stop = att["stop_type"].where(att["stop_type"].isin(STOP_TYPES), "unknown")
+    split = pd.DataFrame(
+        {
+            label: [
+                int(((att["label"] == label) & (stop == s) & (att["outcome"] == o)).sum())
+                for s in (*STOP_TYPES, "unknown")
+                for o in ("success", "failed")
+            ]
+            for label in f.labels
+        },
+        index=[f"{s}, {o}" for s in (*STOP_TYPES, "unknown") for o in ("success", "failed")],
     )
-    split.index = [f"{s}, {o}" for s, o in split.index]
-    split.columns.name = None
     return [
         Table(
             "8_completion",

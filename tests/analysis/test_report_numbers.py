@@ -166,18 +166,27 @@ def test_phases(computed):
         assert p.loc[phase, f"{ALL}, failed %"] == 10.0
 
 
+def test_phase_taxonomy_is_a_table(computed):
+    _, t, _, _ = computed
+    tax = t["5_phase_taxonomy"].frame
+    assert list(tax.index)[:3] == ["Explore", "Env. Inspect", "FileRead"]
+    assert "runbook" in tax.loc["Finish", "what it covers"]
+    assert tax.loc["Other", "what it covers"] == "no phase rule matched"
+
+
 def test_tool_use(computed):
     _, t, _, _ = computed
     u = t["6_tool_use"].frame
     # beta: a task tracker, a structured file edit and a heredoc, all in t1#1
     assert u.loc[B, "used the task tracker"] == 1 and u.loc[A, "used the task tracker"] == 0
     assert u.loc[B, "structured file actions"] == 1 and u.loc[B, "contain a heredoc"] == 1
+    w = t["6_waits_and_limits"].frame
     # soft timeouts: alpha sleep 1 of 12 commands = 8.3%; beta 1 of 4 = 25%
-    assert close(u.loc[A, "soft timeouts / commands %"], 8.3)
-    assert u.loc[B, "soft timeouts / commands %"] == 25.0
+    assert close(w.loc[A, "soft timeouts / commands %"], 8.3)
+    assert w.loc[B, "soft timeouts / commands %"] == 25.0
     # step limit: beta t3; messages: alpha 1 of 15 events = 6.7%
-    assert u.loc[B, "ended by the step limit"] == 1
-    assert close(u.loc[A, "message share of events %"], 6.7)
+    assert w.loc[B, "ended by the step limit"] == 1 and w.loc[A, "ended by the step limit"] == 0
+    assert close(w.loc[A, "message share of events %"], 6.7)
 
 
 def test_recovery(computed):
@@ -192,7 +201,11 @@ def test_recovery(computed):
     for label in ("Inspect", "Adapt", "Loop", "Other"):
         assert r.loc[label, "failed n"] == 1
     per = t["7_recovery_per_agent"].frame
-    assert per.loc["Adapt", A] == 2 and per.loc["Loop", B] == 1 and per.loc["Abort", B] == 1
+    # alpha: Adapt once in its solved t1 and once in its failed t2; beta's are all in failures
+    assert per.loc["Adapt", f"{A}, success"] == 1 and per.loc["Adapt", f"{A}, failed"] == 1
+    assert per.loc["Loop", f"{B}, failed"] == 1 and per.loc["Abort", f"{B}, failed"] == 1
+    assert per.loc["Loop", f"{B}, success"] == 0  # zeros shown: the shape never changes
+    assert list(per.columns) == [f"{A}, success", f"{A}, failed", f"{B}, success", f"{B}, failed"]
     rules = t["7_recovery_rules"].frame["failed commands"].tolist()
     assert rules == [2, 1, 1, 1, 1, 0, 1, 0, 0]
 
@@ -213,6 +226,13 @@ def test_completion_and_stop_types(computed):
     s = t["8_stop_types"].frame
     assert s.loc["self_stop, success", B] == 2 and s.loc["max_steps, failed", B] == 1
     assert s.loc["timeout, failed", A] == 1 and s.loc["self_stop, failed", A] == 1
+    # every stop type has its rows, also where none occurred
+    assert list(s.index) == [
+        f"{stop}, {o}"
+        for stop in ("self_stop", "timeout", "max_steps", "unknown")
+        for o in ("success", "failed")
+    ]
+    assert s.loc["max_steps, success", A] == 0 and s.loc["unknown, failed", B] == 0
 
 
 def test_failure_patterns(computed):
