@@ -1,4 +1,4 @@
-"""Completion judgment (ANALYSIS.md section 8): did the agent's last check before finishing
+"""Completion judgment (docs/measurements.md section 8): did the agent's last check before finishing
 exercise the artifact (meaningful) or only touch it (shallow)?
 
 What exercises the artifact is the task's own: its entry points. They come from

@@ -1,5 +1,5 @@
-"""Failure diagnosis (ANALYSIS.md section 9): one diagnosis per failed attempt, mapped to the
-five failure patterns by keyword rules (failure_patterns.yaml).
+"""Failure diagnosis (docs/measurements.md section 9): one diagnosis per failed attempt, mapped
+to the five failure patterns by keyword rules (failure_patterns.yaml).
 
 With a model configured, a prompt of our own (diagnose_prompt.md.j2: the final
 machine state, the verifier output and the task's reference setup as ground truth) goes to an

@@ -1,4 +1,4 @@
-"""Label what an agent did after each failed command (ANALYSIS.md section 7).
+"""Label what an agent did after each failed command (docs/measurements.md section 7).
 
 The nine rules and their order live in recovery_rules.yaml; this module holds the structural
 checks they name. Everything about one command string is computed once and cached, since

@@ -1,5 +1,5 @@
 """Sub-command splitting: bashlex where it parses, our tokenizer where it does not; both must
-give the same split on the cases ANALYSIS.md names."""
+give the same split on the cases docs/measurements.md names."""
 
 import bashlex
 import pytest

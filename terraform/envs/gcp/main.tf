@@ -34,7 +34,7 @@ module "machines" {
 }
 
 output "machines" {
-  description = "Contract 1 (DESIGN.md): name to {host, port, user, private_key_file, backend, image, gpu_type, gpu_count, vcpus, memory_gb}."
+  description = "Contract 1 (docs/design.md): name to {host, port, user, private_key_file, backend, image, gpu_type, gpu_count, vcpus, memory_gb}."
   value       = module.machines.machines
 }
 
