@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from deploybench.local.machine import CGROUP_HIERARCHIES, NSPAWN_PROPAGATE, cgroup_group
 from tests.conftest import REPO, machine_processes, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.privileged]
@@ -75,6 +76,12 @@ def test_two_machines_are_reachable_isolated_and_destroyed(root_host, state_home
         assert ssh(m, "sudo -n true").returncode == 0
         os_release = ssh(m, "cat /etc/os-release").stdout
         assert 'VERSION_ID="12"' in os_release and "Debian" in os_release
+        assert ssh(m, "python3 -c 'print(6 * 7)'").stdout.strip() == "42"
+    # apt works as root inside the confined machine: it reaches the archive over the host network.
+    update = ssh(first, "sudo apt-get update", check=False)
+    assert update.returncode == 0 and re.search(r"^(Get|Hit):", update.stdout, re.M), (
+        update.stdout + update.stderr
+    )
 
     # Files: written on one machine, seen neither on the other nor on the host.
     marker = "/tmp/deploybench-isolation-marker"
@@ -111,6 +118,9 @@ def test_two_machines_are_reachable_isolated_and_destroyed(root_host, state_home
     assert not ports & listening_ports()
     mounts = Path("/proc/mounts").read_text()
     assert str(state_home) not in mounts
+    # Nor a cgroup or nspawn's propagation folder.
+    assert not [h for h in CGROUP_HIERARCHIES if (h / cgroup_group(state_home)).exists()]
+    assert not [n for n in machines if (NSPAWN_PROPAGATE / n).exists()]
     assert "nothing to destroy" in run_cli("destroy").stdout  # twice is fine
 
     # A machine made afterwards holds nothing the earlier ones installed or wrote.
