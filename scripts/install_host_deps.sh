@@ -17,6 +17,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# Local machines are systemd-nspawn containers in a user namespace of their own.
+if [ "$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)" = 0 ]; then
+  echo "install_host_deps: user namespaces are off (user.max_user_namespaces = 0): local machines need them" >&2
+  exit 1
+fi
+if ! systemd-nspawn --version >/dev/null 2>&1; then
+  echo "install_host_deps: systemd-nspawn does not run: apt-get install systemd-container" >&2
+  exit 1
+fi
 if ! command -v terraform >/dev/null; then
   echo "install_host_deps: terraform not found on PATH: install Terraform >= 1.5 (not a Debian package)" >&2
   exit 1
