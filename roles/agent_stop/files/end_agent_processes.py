@@ -1,70 +1,187 @@
 #!/usr/bin/env python3
-"""End every process the agent left: all that did not exist before it started, except this
-script's own ancestors (the harness's connection), sshd and kernel threads. Repeats until
-nothing new is found, so a process that forks while it is being killed is caught too.
+"""What the agent may leave running, noted before it starts and ended after it stops.
 
-Usage: end_agent_processes.py BASELINE_PID... ; prints one line per process it killed."""
+`baseline` prints, as one JSON object, every process as "pid:start time" (a pid alone can be
+reused; with its start time, field 22 of /proc/<pid>/stat, it names one process) and, where
+systemd runs, the loaded units, the cron files with their digests and the queued at jobs. The
+harness keeps that object on the controller, where the agent cannot rewrite it.
 
+`end BASELINE_JSON` ends what is not in the baseline: systemd units and timers (stopped),
+cron files that are new or changed (removed), at jobs (removed), then every process, whatever
+its name, except this script's own ancestors (the harness's connection) and kernel threads.
+It repeats until a round finds nothing, so a process that forks while it is killed is caught.
+Prints one line per thing it ended."""
+
+import hashlib
+import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 
+PF_KTHREAD = 0x00200000
+CRON_PLACES = ("/etc/crontab", "/etc/cron.d", "/var/spool/cron/crontabs", "/var/spool/cron")
+ROUNDS = 50
 
-def stat(pid: int) -> tuple[str, int] | None:
+
+def stat(pid: int) -> tuple[int, int, int] | None:
+    """(ppid, flags, start time) of a live process; None when it is gone or a zombie (which
+    runs nothing and is reaped once its parent is killed)."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    comm = raw[raw.index("(") + 1 : raw.rindex(")")]
-    ppid = int(raw[raw.rindex(")") + 2 :].split()[1])
-    return comm, ppid
+    # Fields after the command name, which may hold spaces and parentheses: state is field 3.
+    fields = raw[raw.rindex(")") + 2 :].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[1]), int(fields[6]), int(fields[19])
+
+
+def processes() -> dict[int, tuple[int, int, int]]:
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            info = stat(int(name))
+            if info is not None:
+                out[int(name)] = info
+    return out
 
 
 def ancestors(pid: int) -> set[int]:
     seen = set()
-    while pid > 1 and pid not in seen:
+    while pid > 0 and pid not in seen:
         seen.add(pid)
         info = stat(pid)
         if info is None:
             break
-        pid = info[1]
+        pid = info[0]
     return seen
 
 
-def main(baseline: set[int]) -> int:
-    keep = baseline | ancestors(os.getpid()) | {1, 2}
-    killed = 0
-    for _ in range(20):
-        targets = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) in keep:
-                continue
-            info = stat(int(name))
-            if info is None or info[1] == 2 or info[0].startswith("sshd"):
-                continue
-            try:
-                raw = Path(f"/proc/{name}/cmdline").read_bytes()
-                args = raw.replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                args = ""
-            if not args:  # kernel thread
-                continue
-            targets.append((int(name), args.strip()))
+def has_systemd() -> bool:
+    return Path("/run/systemd/system").is_dir() and shutil.which("systemctl") is not None
+
+
+def units() -> list[str]:
+    if not has_systemd():
+        return []
+    out = subprocess.run(
+        ["systemctl", "list-units", "--all", "--plain", "--no-legend", "--no-pager"],
+        capture_output=True,
+        text=True,
+    ).stdout
+    return sorted({line.split()[0] for line in out.splitlines() if line.strip()})
+
+
+def cron_files() -> dict[str, str]:
+    found = {}
+    for place in CRON_PLACES:
+        root = Path(place)
+        paths = [root] if root.is_file() else sorted(root.glob("*")) if root.is_dir() else []
+        for path in paths:
+            if path.is_file() and not path.is_symlink():
+                try:
+                    found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+                except OSError:
+                    continue
+    return found
+
+
+def at_jobs() -> list[str]:
+    if shutil.which("atq") is None:
+        return []
+    out = subprocess.run(["atq"], capture_output=True, text=True).stdout
+    return sorted(line.split()[0] for line in out.splitlines() if line.strip())
+
+
+def baseline() -> dict:
+    return {
+        "processes": [f"{pid}:{info[2]}" for pid, info in sorted(processes().items())],
+        "units": units(),
+        "cron": cron_files(),
+        "at": at_jobs(),
+    }
+
+
+def end_scheduled(before: dict) -> list[str]:
+    """Stop what systemd, cron and at would start again after the processes are gone."""
+    ended = []
+    known = set(before.get("units", []))
+    for unit in units():
+        if unit not in known and not unit.endswith((".device", ".mount", ".swap", ".slice")):
+            subprocess.run(["systemctl", "stop", unit], capture_output=True, timeout=60)
+            ended.append(f"stopped unit {unit}")
+    old_cron = before.get("cron", {})
+    for path, digest in cron_files().items():
+        if old_cron.get(path) != digest:
+            Path(path).unlink(missing_ok=True)
+            ended.append(f"removed cron file {path}")
+    known_at = set(before.get("at", []))
+    for job in at_jobs():
+        if job not in known_at:
+            subprocess.run(["atrm", job], capture_output=True)
+            ended.append(f"removed at job {job}")
+    return ended
+
+
+def command_line(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()[:200]
+
+
+def end_processes(before: dict) -> tuple[list[str], bool]:
+    keep = set(before.get("processes", []))
+    mine = ancestors(os.getpid())
+    ended = []
+    for _ in range(ROUNDS):
+        targets = [
+            pid
+            for pid, (ppid, flags, start) in processes().items()
+            if f"{pid}:{start}" not in keep
+            and pid not in mine
+            and pid not in (1, 2)
+            and not flags & PF_KTHREAD
+            and ppid != 2
+        ]
         if not targets:
-            return 0
-        for pid, args in targets:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-                print(f"killed {pid}: {args[:200]}")
-            except ProcessLookupError:
-                pass
-        time.sleep(0.1)
-    print("processes kept appearing after 20 rounds", file=sys.stderr)
-    return 1
+            return ended, True
+        # Stop them all first, so none can start a replacement while the others die.
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in targets:
+                try:
+                    if sig == signal.SIGKILL:
+                        ended.append(f"killed {pid}: {command_line(pid)}")
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        time.sleep(0.05)
+    return ended, False
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["baseline"]:
+        print(json.dumps(baseline()))
+        return 0
+    if len(argv) != 2 or argv[0] != "end":
+        print("usage: end_agent_processes.py baseline | end BASELINE_JSON", file=sys.stderr)
+        return 2
+    before = json.loads(argv[1])
+    ended = end_scheduled(before)
+    killed, settled = end_processes(before)
+    for line in ended + killed:
+        print(line)
+    if not settled:
+        print(f"processes kept appearing after {ROUNDS} rounds", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main({int(p) for p in sys.argv[1:]}))
+    sys.exit(main(sys.argv[1:]))
