@@ -358,10 +358,12 @@ def sync(
     tasks: dict[str, dict[str, Any]],
     mirror: Path | None = None,
     on_step: Callable[[str], None] | None = None,
+    problems: list[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Make the cache hold every task's pinned commits (and paper, when it can be had).
-    Commits already cached are not fetched again. The first problem raises a one-line error
-    naming the task and what is missing; nothing on any machine happens before this passes."""
+    Commits already cached are not fetched again. A problem is a one-line error naming the task
+    and what is missing: raised at once, or, given a `problems` list, added to it while the
+    other tasks go on."""
     step = on_step or (lambda _msg: None)
     mirror = Path(mirror).resolve() if mirror is not None else None
     records: dict[str, dict[str, Any]] = {}
@@ -370,16 +372,29 @@ def sync(
         for task_id, task in tasks.items():
             if is_demo(task):
                 continue
-            origins = {}
-            for source in sources_of(task):
-                step(f"{task_id}: {source.what} {repo_key(source.url)} @ {source.commit[:12]}")
-                if has_commit(cached_repo(source.url), source.commit):
-                    origins[source.path] = "cache"
-                else:
-                    origins[source.path] = _fetch(source, mirror)
-            step(f"{task_id}: paper")
-            paper = _paper(task, mirror)
-            record = check_task(task)
+            try:
+                origins = {}
+                for source in sources_of(task):
+                    step(f"{task_id}: {source.what} {repo_key(source.url)} @ {source.commit[:12]}")
+                    if has_commit(cached_repo(source.url), source.commit):
+                        origins[source.path] = "cache"
+                    else:
+                        origins[source.path] = _fetch(source, mirror)
+                step(f"{task_id}: paper")
+                paper = _paper(task, mirror)
+                record = check_task(task)
+                if not needed_missing(task, all_missing(record)):
+                    # Built now, once per commit, so that staging an attempt only copies it.
+                    step(f"{task_id}: staged tree")
+                    from deploybench import staging
+
+                    built = staging.staged_tree(task, record)
+                    record["staged"] = {k: built[k] for k in ("tar", "tar_bytes", "files")}
+            except DeployBenchError as exc:
+                if problems is None:
+                    raise
+                problems.append(str(exc))
+                continue
             record.update({"from": origins[""], "paper": paper, "checked_at": now()})
             index["tasks"][task_id] = record
             records[task_id] = record
@@ -418,7 +433,8 @@ def needed_message(needed: list[str]) -> str:
 
 
 def listing() -> list[dict[str, Any]]:
-    """One row per cached repository: its commits, for which tasks, its size."""
+    """One row per cached repository: its size and, per commit checked, the tasks it was
+    checked for and the files the cache lacks."""
     index = load_index()
     rows: dict[str, dict[str, Any]] = {}
     for repo in sorted(cache_root().glob("*.git")):
@@ -427,7 +443,10 @@ def listing() -> list[dict[str, Any]]:
         for entry in [record, *record.get("submodules", [])]:
             row = rows.get(entry["repo"])
             if row is not None:
-                row["commits"].setdefault(entry["commit"], []).append(task_id)
+                seen = row["commits"].setdefault(
+                    entry["commit"], {"tasks": [], "missing_files": entry["missing_files"]}
+                )
+                seen["tasks"].append(task_id)
     return list(rows.values())
 
 

@@ -154,8 +154,12 @@ def test_sync_from_a_mirror_caches_the_pinned_commits(layout, upstream, tasks_di
     assert record["missing_files"] == lacks
     assert record["paper"]["status"] == "missing"
     rows = {r["repo"]: r for r in sources.listing()}
-    assert rows["alice+app.git"]["commits"] == {upstream.commit: ["app_test24"]}
-    assert rows["bob+lib.git"]["commits"] == {upstream.lib_commit: ["app_test24"]}
+    assert rows["alice+app.git"]["commits"] == {
+        upstream.commit: {"tasks": ["app_test24"], "missing_files": lacks}
+    }
+    assert rows["bob+lib.git"]["commits"] == {
+        upstream.lib_commit: {"tasks": ["app_test24"], "missing_files": []}
+    }
     assert rows["alice+app.git"]["bytes"] > 0
     # A second sync finds everything cached and fetches nothing.
     again = sources.sync(tasks, mirror=None)
@@ -217,8 +221,9 @@ def test_staged_tree_is_the_pinned_commit_clean_without_history(upstream, tasks_
     mirror = mirror_slash(upstream.root.parent, upstream)
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, upstream.lib_commit)
     record = sources.sync(tasks, mirror)["app_test24"]
+    # sync built the staged tarball once; staging an attempt reuses it.
     built = staging.staged_tree(tasks["app_test24"], record)
-    assert built["reused"] is False
+    assert built["reused"] is True and built["tar"] == record["staged"]["tar"]
     work = unpack(built["tar"], upstream.root.parent / "machine")
     assert git(work, "rev-parse", "HEAD") == upstream.commit
     assert git(work, "status", "--porcelain") == ""
@@ -236,8 +241,10 @@ def test_staged_tree_is_the_pinned_commit_clean_without_history(upstream, tasks_
     assert "+changed" in git(work, "diff")
     git(work, "checkout", "--", "README")
     assert git(work, "status", "--porcelain") == ""
-    # Built once per (task, commit): the second staging reuses the tarball.
-    assert staging.staged_tree(tasks["app_test24"], record)["reused"] is True
+    # Rebuilt when it is gone.
+    Path(built["tar"]).unlink()
+    assert staging.staged_tree(tasks["app_test24"], record)["reused"] is False
+    assert Path(built["tar"]).is_file()
 
 
 def test_missing_file_is_recorded_and_needed_file_stops(upstream, tasks_dir, state_home, tmp_path):

@@ -18,6 +18,7 @@ from deploybench.catalog import load_tasks
 from deploybench.errors import DeployBenchError
 from deploybench.progress import status_line
 
+SHOWN_MISSING = 5  # per task in sync's output; staging.json and list --json name every one
 MIRROR_HELP = (
     "Folder of existing git repositories (bare or not, <owner>/<name> or <owner>+<name>) "
     "to take sources from instead of the network; papers as DIR/papers/<task>.pdf."
@@ -67,9 +68,12 @@ def sync(tasks: str | None, source_mirror: Path | None) -> None:
     """Fetch each task's pinned commit (and pinned submodules, and paper PDF) into the cache,
     from the repository's URL or from --source-mirror. Cached commits are not fetched again."""
     chosen = select(tasks)
+    problems: list[str] = []
     with status_line(f"syncing sources of {len(chosen)} task(s)") as update:
-        records = sources.sync(chosen, source_mirror, on_step=update)
-    table = Table("task", "repository", "commit", "submodules", "missing files", "paper", "from")
+        records = sources.sync(chosen, source_mirror, on_step=update, problems=problems)
+    table = Table(
+        "task", "repository", "commit", "submodules", "missing files", "staged", "paper", "from"
+    )
     for task_id, r in records.items():
         missing = sources.all_missing(r)
         needed = sources.needed_missing(chosen[task_id], missing)
@@ -79,13 +83,24 @@ def sync(tasks: str | None, source_mirror: Path | None) -> None:
             r["commit"],
             str(len(r["submodules"])),
             f"{len(missing)}" + (f" ([red]{len(needed)} needed[/red])" if needed else ""),
+            human(r["staged"]["tar_bytes"]) if "staged" in r else "-",
             r["paper"]["status"],
             r["from"],
         )
     Console(width=200).print(table)
     for task_id, r in records.items():
-        for path in sources.all_missing(r):
+        missing = sources.all_missing(r)
+        for path in missing[:SHOWN_MISSING]:
             click.echo(f"{task_id}: the source lacks {path} (not staged)")
+        if len(missing) > SHOWN_MISSING:
+            click.echo(
+                f"{task_id}: ... and {len(missing) - SHOWN_MISSING} more missing files "
+                f"(every one: deploybench sources list --json; staging.json of each attempt)"
+            )
+    for line in problems:
+        click.echo(f"deploybench: error: {line}", err=True)
+    if problems:
+        raise DeployBenchError(f"{len(problems)} of {len(chosen)} task(s) could not be synced")
 
 
 @sources_group.command("list")
@@ -99,14 +114,15 @@ def list_cached(as_json: bool) -> None:
     if not rows:
         click.echo(f"the source cache is empty ({sources.cache_root()})")
         return
-    table = Table("repository", "commit", "tasks", "size")
+    table = Table("repository", "commit", "tasks", "missing files", "size")
     for row in rows:
-        commits = row["commits"] or {"-": []}
-        for n, (commit, task_ids) in enumerate(sorted(commits.items())):
+        commits = row["commits"] or {"-": {"tasks": [], "missing_files": []}}
+        for n, (commit, seen) in enumerate(sorted(commits.items())):
             table.add_row(
                 row["repo"].removesuffix(".git") if n == 0 else "",
                 commit if commit != "-" else "(no task checked)",
-                ", ".join(task_ids) or "-",
+                ", ".join(seen["tasks"]) or "-",
+                str(len(seen["missing_files"])),
                 human(row["bytes"]) if n == 0 else "",
             )
     Console(width=200).print(table)
