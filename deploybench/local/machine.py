@@ -122,8 +122,7 @@ def _container_init(pid: int, proc: subprocess.Popen, timeout: float = 10.0) -> 
 
 
 def is_alive(info: dict) -> bool:
-    pid = info.get("init_pid")
-    return bool(pid) and _start_time(pid) == info.get("init_start")
+    return _running(info.get("init_pid"), info.get("init_start"))
 
 
 def read_info(mdir: Path) -> dict | None:
@@ -274,6 +273,7 @@ def up(state_dir: Path, name: str, port: int, image: str, gpu: bool, tags: dict)
         "gpu": gpu,
         "tags": tags,
         "unshare_pid": proc.pid,
+        "unshare_start": _start_time(proc.pid),
         "init_pid": init_pid,
         "uid_base": images.UID_BASE,
         "cgroup": cgroup,
@@ -319,17 +319,40 @@ def end_cgroup(cgroup: str) -> None:
                 folder.rmdir()
 
 
+def _running(pid: int | None, start: str | None) -> bool:
+    """pid is still the process that started at `start`, and has not exited (a zombie whose
+    parent has not reaped it yet counts as gone)."""
+    if not pid or start is None or _start_time(pid) != start:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _wait_gone(pid: int | None, start: str | None, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _running(pid, start):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def kill_machine(info: dict) -> None:
-    """SIGKILL to the container's PID 1 ends every process in it, then nspawn exits and the
-    mounts go with its mount namespace."""
-    for key in ("init_pid", "unshare_pid"):
-        pid = info.get(key)
-        if pid and _start_time(pid) is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _start_time(info.get("init_pid") or 0) is not None:
-        time.sleep(0.02)
+    """SIGKILL to the container's PID 1 ends every process in it; nspawn reaps it and exits,
+    and the overlay goes with the mount namespace. Only nspawn's parent, which reaps it at
+    once, is waited for (an orphan's zombie waits for the host's init, which may be slow)."""
+    init, init_start = info.get("init_pid"), info.get("init_start")
+    if _running(init, init_start):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(init, signal.SIGKILL)
+    _wait_gone(init, init_start, 10)
+    outer, outer_start = info.get("unshare_pid"), info.get("unshare_start")
+    if not _wait_gone(outer, outer_start, 2) and outer:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(outer, signal.SIGKILL)
     if info.get("cgroup"):
         end_cgroup(info["cgroup"])
         for hierarchy in CGROUP_HIERARCHIES:
