@@ -144,7 +144,7 @@ def _mirror_lower(upper: Path, lower: Path) -> None:
     for path in sorted(upper.rglob("*"), reverse=True) + [upper]:
         rel = path.relative_to(upper)
         twin = lower / rel
-        if path.is_dir() and twin.is_dir() and not twin.is_symlink():
+        if path.is_dir() and not path.is_symlink() and twin.is_dir() and not twin.is_symlink():
             st = twin.lstat()
             os.chown(path, st.st_uid, st.st_gid)
             os.chmod(path, st.st_mode & 0o7777)
