@@ -19,9 +19,17 @@ from deploybench.errors import DeployBenchError
 from deploybench.paths import TASKS_DIR
 
 
-def _paper(task_id: str, tasks_dir: Path) -> tuple[dict[str, Any], list[dict[str, str]]]:
-    """The paper's record and the files to stage: the cached PDF, else the task's paper text."""
+def _paper(
+    task_id: str, tasks_dir: Path, demo: bool
+) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """The paper's record and the files to stage: the cached PDF, else the task's paper text.
+    A demo task's paper is its text (paper.url demo:tasks/<id>/paper.md)."""
     pdf = sources.cache_root() / "papers" / f"{task_id}.pdf"
+    if demo:
+        texts = sources.paper_texts(task_id, tasks_dir)
+        return {"status": "text", "staged": [p.name for p in texts]}, [
+            {"src": str(p), "name": p.name} for p in texts
+        ]
     if pdf.is_file():
         return {"status": "cached", "staged": ["paper.pdf"]}, [
             {"src": str(pdf), "name": "paper.pdf"}
@@ -43,8 +51,9 @@ def plan(task_id: str, attempt_dir: Path, tasks_dir: Path = TASKS_DIR) -> dict[s
     attempt_dir.mkdir(parents=True, exist_ok=True)
     record_file = attempt_dir / "staging.json"
     started = time.monotonic()
-    paper, papers = _paper(task_id, tasks_dir)
-    if task.get("demo") or sources.is_demo(task):
+    demo = bool(task.get("demo")) or sources.is_demo(task)
+    paper, papers = _paper(task_id, tasks_dir, demo)
+    if demo:
         tar = attempt_dir / "staged.tar.gz"
         commit = _demo_tar(task, tar)
         record: dict[str, Any] = {

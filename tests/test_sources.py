@@ -291,6 +291,18 @@ def test_paper_pdf_from_the_mirror_is_staged(upstream, tasks_dir, state_home, tm
     assert Path(plan["papers"][0]["src"]).read_bytes().startswith(b"%PDF")
 
 
+def test_demo_task_stages_as_before(state_home, tmp_path):
+    # A demo task needs no cache: its artifact folder becomes the one-commit repository.
+    tasks = load_tasks()
+    demo = next(t for t in tasks.values() if t.get("demo"))
+    assert sources.sync({demo["id"]: demo}) == {}
+    plan = staging_cli.plan(demo["id"], tmp_path / "attempt")
+    assert plan["paper"] == {"status": "text", "staged": ["paper.md"]}
+    work = unpack(plan["tar"], tmp_path / "machine")
+    assert git(work, "rev-parse", "HEAD") == demo["repo"]["commit"]
+    assert git(work, "status", "--porcelain") == ""
+
+
 def checkout_with(tmp_path: Path, tasks_dir: Path) -> Path:
     """A checkout whose tasks/ is tasks_dir (DEPLOYBENCH_REPO), the rest the real one."""
     root = tmp_path / "checkout"
