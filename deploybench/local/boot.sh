@@ -40,7 +40,10 @@ fi
 #   --register=no --keep-unit   systemd is not PID 1 on every host (not here: no system bus),
 #     so nspawn must neither ask machined to register the machine nor ask systemd for a scope.
 #   --settings=no               no .nspawn file next to the tree may change these options.
-#   --as-pid2                   a stub init as PID 1 reaps orphans; sshd is not an init.
+#   no --as-pid2                sshd is the container's PID 1, as on the earlier chroot machines:
+#     a PID 1 cannot be SIGKILLed from inside its namespace, so `kill -9 -1` or `pkill -9 sshd`
+#     as root inside leaves the machine reachable (under nspawn's stub init, sshd would be PID 2
+#     and die), and sshd's SIGCHLD handler reaps every child, orphans reparented to it too.
 #   --resolv-conf/--timezone=off, --link-journal=no  nspawn writes nothing into the machine:
 #     machine.py wrote its resolv.conf, and the overlay's upper layer stays the agent's doing.
 #   --console=read-only         no host file descriptor reaches the machine; output is logged.
@@ -51,7 +54,6 @@ exec systemd-nspawn \
   --settings=no \
   --directory="$root" --machine="$name" \
   --private-users="$uid_base:65536" --private-users-ownership=off \
-  --as-pid2 \
   --resolv-conf=off --timezone=off --link-journal=no \
   --console=read-only \
   "${binds[@]}" \
