@@ -120,9 +120,10 @@ def task_problems(path: Path, tasks_dir: Path | None = None, full: bool = True) 
         return problems
     root = tasks_dir.parent
     verifier = verifier_dir(task_id, root)
-    verify_sh = verifier / "verify.sh"
-    if verifier.is_dir() and not verify_sh.is_file():
-        problems.append(f"{where}: verifier incomplete: {_display(verify_sh, root)} does not exist")
+    for name in ("experiment.sh", "checks.yaml"):
+        part = verifier / name
+        if verifier.is_dir() and not part.is_file():
+            problems.append(f"{where}: verifier incomplete: {_display(part, root)} does not exist")
     if data.get("demo") is True:
         problems += _demo_problems(data, where, root)
     return problems
@@ -170,7 +171,7 @@ def homes(task_id: str, root: Path = REPO_ROOT) -> dict[str, bool]:
     """Which of the task's homes besides tasks/<id>/ exist: {reference_setup, verifier}."""
     return {
         "reference_setup": reference_setup_dir(task_id, root).is_dir(),
-        "verifier": (verifier_dir(task_id, root) / "verify.sh").is_file(),
+        "verifier": (verifier_dir(task_id, root) / "checks.yaml").is_file(),
     }
 
 

@@ -79,7 +79,8 @@ RESULT = {
         "stop_type": {"enum": ["self_stop", "timeout", "max_steps", None]},
         "runbook_status": {"enum": ["SUCCESS", "PARTIAL", "FAILED", None]},
         "passed": {"type": ["boolean", "null"]},
-        "failure_layer": {"enum": [None, 1, 2]},
+        # 0: the machine itself (tampered or broken by the agent), judged before Layers 1 and 2
+        "failure_layer": {"enum": [None, 0, 1, 2]},
         "failure_category": {
             "enum": [
                 None,
@@ -89,6 +90,8 @@ RESULT = {
                 "oom",
                 "verifier_timeout",
                 "task_check",
+                "tampered",
+                "machine_broken",
             ]
         },
         "agent_seconds": _NUM,
@@ -107,6 +110,16 @@ VERDICT = {
     "required": ["passed", "layer1", "layer2", "seconds"],
     "properties": {
         "passed": {"type": "boolean"},
+        # Optional (verdicts written before it existed lack it): the machine's integrity.
+        "machine": {
+            "type": "object",
+            "required": ["passed", "category", "evidence"],
+            "properties": {
+                "passed": {"type": "boolean"},
+                "category": {"enum": [None, "tampered", "machine_broken"]},
+                "evidence": {"type": "array", "items": {"type": "string"}},
+            },
+        },
         "layer1": {
             "type": "object",
             "required": ["passed", "category", "evidence"],

@@ -1,15 +1,18 @@
-"""The hidden verifier's two layers and its verdict (contract 4).
+"""The hidden verifier's layers and its verdict (contract 4); docs/verification.md tells the
+whole path and what it trusts.
 
-Layer 1 is global and runs on the controller over the logs fetched from the machine: the rules
-in verifiers/global/rules.yaml (data: pattern, category, explanation) never go to the machine.
-Layer 2 is per task: verifiers/<id>/verify.sh runs on the machine as root with WORKDIR and
-LOG_DIR set, re-runs the light experiment in the agent's final environment, writes its logs as
-$LOG_DIR/*.log and its checks as $LOG_DIR/checks.json ([{name, passed, detail}]) and exits 0
-when it ran to the end. A task passes only if both layers pass."""
+Before anything is judged, the machine's integrity: a tamper scan run with the controller's own
+static busybox (dpkg's checksums of the system's packages, /etc/ld.so.preload, shadows of system
+commands in /usr/local) is judged here (`integrity`); a tampered or broken machine fails with
+failure_layer 0. Layer 1 is global and runs on the controller over the logs fetched from the
+machine: the rules in verifiers/global/rules.yaml (data: pattern, category, explanation) never go
+to the machine. Layer 2 is per task: verifiers/<id>/experiment.sh runs on the machine under the
+trusted busybox shell, re-runs the light experiment in the agent's final environment and only
+collects files into $LOG_DIR; verifiers/<id>/checks.yaml (data, never sent to the machine)
+declares the checks, judged here from those raw files. A task passes only if all pass."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -19,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from deploybench import checks as checks_mod
 from deploybench import contracts
 from deploybench.errors import DeployBenchError
 from deploybench.paths import VERIFIERS_DIR
@@ -27,8 +31,9 @@ RULES_FILE = VERIFIERS_DIR / "global" / "rules.yaml"
 CATEGORIES = ("dependency", "compilation", "runtime_crash", "oom")
 MAX_EVIDENCE = 10
 MAX_LINE = 300
-CHECKS_FILE = "checks.json"
-VERIFY_SCRIPT = "verify.sh"
+EXPERIMENT_SCRIPT = "experiment.sh"
+CHECKS_SPEC = "checks.yaml"
+EXPERIMENT_LIB = "experiment_lib.sh"
 RUNBOOK_STATUS = re.compile(
     r"^[\s#>*_`-]*status[*_`\s]*[:=][\s*_`]*(SUCCESS|PARTIAL|FAILED)\b", re.IGNORECASE
 )
@@ -146,45 +151,32 @@ def read_logs(log_dir: Path | str) -> dict[str, str]:
     }
 
 
-def read_checks(log_dir: Path | str) -> list[dict[str, Any]] | None:
-    """$LOG_DIR/checks.json as a list of checks, or None when absent or malformed."""
-    path = Path(log_dir) / CHECKS_FILE
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, list):
-        return None
-    checks = []
-    for item in data:
-        if not isinstance(item, dict) or "name" not in item:
-            return None
-        checks.append(
-            {
-                "name": str(item["name"]),
-                "passed": item.get("passed") is True,
-                "detail": str(item.get("detail", "")),
-            }
-        )
-    return checks
-
-
 def build_verdict(
-    layer1_result: dict[str, Any], checks: list[dict[str, Any]] | None, seconds: float
+    layer1_result: dict[str, Any],
+    checks: list[dict[str, Any]] | None,
+    seconds: float,
+    machine: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """contract 4. Layer 2 passes only with at least one check and every check passed; no
-    checks (verify.sh crashed, timed out, or wrote no checks.json) is a Layer 2 failure."""
+    checks (the experiment was not run) is a Layer 2 failure. `machine` is the integrity
+    judgment (deploybench.integrity.judge); a machine that failed it fails the attempt."""
     if checks is None:
         checks = [
             {
-                "name": "checks_written",
+                "name": "checks_judged",
                 "passed": False,
-                "detail": "the verifier wrote no readable checks.json",
+                "detail": "the experiment did not run, so no check could be judged",
             }
         ]
+    machine = machine or {"passed": True, "category": None, "evidence": []}
     layer2_passed = bool(checks) and all(c["passed"] is True for c in checks)
     verdict = {
-        "passed": bool(layer1_result["passed"]) and layer2_passed,
+        "passed": bool(machine["passed"]) and bool(layer1_result["passed"]) and layer2_passed,
+        "machine": {
+            "passed": bool(machine["passed"]),
+            "category": machine.get("category"),
+            "evidence": list(machine.get("evidence", [])),
+        },
         "layer1": {
             "passed": bool(layer1_result["passed"]),
             "category": layer1_result.get("category"),
@@ -198,11 +190,17 @@ def build_verdict(
 
 
 def verdict_from_logs(
-    log_dir: Path | str, seconds: float, timed_out: bool = False, rules: list[Rule] | None = None
+    log_dir: Path | str,
+    seconds: float,
+    checks_spec: list[dict[str, Any]] | None,
+    timed_out: bool = False,
+    rules: list[Rule] | None = None,
+    machine: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The verdict of a fetched LOG_DIR: Layer 1 over its *.log, Layer 2 from checks.json.
-    A verifier that overran its budget gets a failing check `verifier_finished`."""
-    checks = read_checks(log_dir)
+    """The verdict of a fetched LOG_DIR: Layer 1 over its *.log, Layer 2 by judging the task's
+    declared checks (None: the experiment did not run) over the files it collected. An
+    experiment that overran its budget gets a failing check `verifier_finished`."""
+    checks = None if checks_spec is None else checks_mod.judge_all(checks_spec, log_dir)
     if timed_out:
         checks = (checks or []) + [
             {
@@ -211,7 +209,7 @@ def verdict_from_logs(
                 "detail": f"the verifier did not finish within its budget ({seconds:.0f}s)",
             }
         ]
-    return build_verdict(layer1(read_logs(log_dir), rules), checks, seconds)
+    return build_verdict(layer1(read_logs(log_dir), rules), checks, seconds, machine)
 
 
 def failure_of(
@@ -219,8 +217,13 @@ def failure_of(
 ) -> tuple[int | None, str | None]:
     """(failure_layer, failure_category) for results.jsonl (contract 3).
 
-    Passed: (None, None). Verifier overran its budget: (2, "verifier_timeout"). Layer 1
-    failed: (1, its category). Otherwise Layer 2 failed: (2, "task_check")."""
+    Passed: (None, None). The machine failed its integrity judgment: (0, "tampered" or
+    "machine_broken"), whatever else happened (its logs cannot be trusted). Verifier overran its
+    budget: (2, "verifier_timeout"). Layer 1 failed: (1, its category). Otherwise Layer 2 failed:
+    (2, "task_check")."""
+    machine = (verdict or {}).get("machine") or {}
+    if machine.get("passed") is False:
+        return 0, machine.get("category") or "machine_broken"
     if timed_out:
         return 2, "verifier_timeout"
     if verdict is None:
@@ -246,8 +249,22 @@ def runbook_status(text: str | None) -> str | None:
 
 
 def verifier_dir(task_id: str, verifiers_dir: Path = VERIFIERS_DIR) -> Path:
-    """verifiers/<task_id>/ (holding verify.sh and anything it needs), checked."""
+    """verifiers/<task_id>/ (holding experiment.sh and checks.yaml), checked."""
     folder = Path(verifiers_dir) / task_id
-    if not (folder / VERIFY_SCRIPT).is_file():
-        raise DeployBenchError(f"no Layer 2 verifier for {task_id}: {folder / VERIFY_SCRIPT}")
+    for name in (EXPERIMENT_SCRIPT, CHECKS_SPEC):
+        if not (folder / name).is_file():
+            raise DeployBenchError(f"no Layer 2 verifier for {task_id}: {folder / name}")
     return folder
+
+
+def load_checks(task_id: str, verifiers_dir: Path = VERIFIERS_DIR) -> list[dict[str, Any]]:
+    """The task's declared Layer 2 checks (verifiers/<id>/checks.yaml), validated."""
+    return checks_mod.load(verifier_dir(task_id, verifiers_dir) / CHECKS_SPEC)
+
+
+def machine_script(task_id: str, verifiers_dir: Path = VERIFIERS_DIR) -> str:
+    """What runs on the machine: the shared preamble, then the task's experiment.sh. Both run
+    under the controller's busybox shell; neither holds a check (those stay here)."""
+    lib = (Path(verifiers_dir) / "global" / EXPERIMENT_LIB).read_text()
+    experiment = (verifier_dir(task_id, verifiers_dir) / EXPERIMENT_SCRIPT).read_text()
+    return f"{lib}\n# ---- {task_id}/{EXPERIMENT_SCRIPT} ----\n{experiment}"

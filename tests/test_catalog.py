@@ -79,7 +79,8 @@ def make_tree(tmp_path, tasks=(GOOD,), with_setups=True):
         if with_setups:
             (tmp_path / "reference_setups" / task["id"]).mkdir(parents=True)
             (tmp_path / "verifiers" / task["id"]).mkdir(parents=True)
-            (tmp_path / "verifiers" / task["id"] / "verify.sh").write_text("#!/bin/bash\n")
+            (tmp_path / "verifiers" / task["id"] / "experiment.sh").write_text("true\n")
+            (tmp_path / "verifiers" / task["id"] / "checks.yaml").write_text("checks: []\n")
     return tasks_dir
 
 
@@ -229,11 +230,13 @@ def test_a_task_without_reference_setup_or_verifier_is_valid_and_listed_so(tmp_p
         "reference_setup": False,
         "verifier": False,
     }
-    # A verifier folder without its entry script is a problem.
+    # A verifier folder without its experiment and its checks is a problem.
     (tmp_path / "verifiers" / "adalora_iclr23").mkdir(parents=True)
     assert catalog.validate_all(tasks_dir) == [
         "tasks/adalora_iclr23/task.yaml: verifier incomplete: "
-        "verifiers/adalora_iclr23/verify.sh does not exist"
+        "verifiers/adalora_iclr23/experiment.sh does not exist",
+        "tasks/adalora_iclr23/task.yaml: verifier incomplete: "
+        "verifiers/adalora_iclr23/checks.yaml does not exist",
     ]
     assert "adalora_iclr23" in catalog.load_tasks(tasks_dir)
 
@@ -341,7 +344,9 @@ def test_shipped_catalog_static_facts():
             assert 2011 <= t["year"] <= 2018, task_id
     for base in ("gan_neurips14", "maml_icml17"):
         cpu, gpu = tasks[f"{base}_cpu"], tasks[f"{base}_gpu"]
-        assert cpu["repo"] == gpu["repo"] and not cpu["gpu"] and gpu["gpu"]
+        for key in ("url", "commit", "submodules"):
+            assert cpu["repo"].get(key) == gpu["repo"].get(key), (base, key)
+        assert not cpu["gpu"] and gpu["gpu"]
     for paper_id in (
         "adalora_iclr23", "gan_neurips14_cpu", "gan_neurips14_gpu", "mmseg_github24",
         "silt_sosp11", "kflex_sosp24",

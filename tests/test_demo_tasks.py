@@ -1,8 +1,7 @@
 """The demo tasks: staging, their parts, and their verifiers on this host. Their runs on fresh
 local machines are in test_run_pipeline.py."""
 
-import json
-import os
+import math
 import shutil
 import subprocess
 import sys
@@ -10,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from deploybench import catalog, staging, verification
+from deploybench import catalog, staging, toolkit, verification
 from deploybench.errors import DeployBenchError
 from tests.conftest import REPO
 
@@ -89,10 +88,73 @@ def test_demo_task_parts(task_id):
     runbook = next((role / "templates").glob("RUNBOOK.MD.j2")).read_text()
     assert verification.runbook_status(runbook) == "SUCCESS"
     assert runbook.splitlines()[0] == "STATUS: SUCCESS"
-    verify = REPO / "verifiers" / task_id / "verify.sh"
-    assert os.access(verify, os.X_OK)
-    assert "RUNBOOK" not in verify.read_text().replace("RUNBOOK.MD is never read", "")
-    subprocess.run(["bash", "-n", verify], check=True)
+    experiment = REPO / "verifiers" / task_id / "experiment.sh"
+    assert "RUNBOOK" not in experiment.read_text().replace("RUNBOOK.MD is never read", "")
+    assert verification.load_checks(task_id)
+    script = verification.machine_script(task_id)
+    subprocess.run([str(toolkit.busybox()), "sh", "-n", "-c", script], check=True)
+
+
+def test_legacycalc_expected_values_are_an_independent_evaluation():
+    # The expected values in checks.yaml, recomputed from the formulas in experiment.sh.
+    text = (REPO / "verifiers/legacycalc_demo24/experiment.sh").read_text()
+    formulas = text.split("<<'FORMULAS'\n", 1)[1].split("\nFORMULAS\n", 1)[0].splitlines()
+    expected = {}
+    for n, line in enumerate(formulas, 1):
+        if line and not line.startswith("#"):
+            try:
+                expected[str(n)] = _rpn(line)
+            except ValueError:
+                expected[str(n)] = "invalid"
+    declared = {}
+    for check in verification.load_checks("legacycalc_demo24"):
+        declared.update(check.get("expected", {}))
+    assert declared.keys() == expected.keys()
+    for key, value in expected.items():
+        assert declared[key] == value or abs(declared[key] - value) < 1e-9, key
+
+
+def _rpn(line):
+    stack = []
+
+    def pop():
+        if not stack:
+            raise ValueError("stack underflow")
+        return stack.pop()
+
+    binary = {"+": float.__add__, "-": float.__sub__, "*": float.__mul__, "^": float.__pow__}
+    for tok in line.split():
+        try:
+            stack.append(float(tok))
+            continue
+        except ValueError:
+            pass
+        if tok == "sqrt":
+            a = pop()
+            if a < 0:
+                raise ValueError("sqrt of a negative number")
+            stack.append(math.sqrt(a))
+        elif tok == "neg":
+            stack.append(-pop())
+        elif tok == "dup":
+            a = pop()
+            stack += [a, a]
+        elif tok == "swap":
+            b, a = pop(), pop()
+            stack += [b, a]
+        elif tok == "/":
+            b, a = pop(), pop()
+            if b == 0:
+                raise ValueError("division by zero")
+            stack.append(a / b)
+        elif tok in binary:
+            b, a = pop(), pop()
+            stack.append(binary[tok](a, b))
+        else:
+            raise ValueError("unknown operator")
+    if len(stack) != 1:
+        raise ValueError("not one value")
+    return stack[0]
 
 
 def stage(task_id, dest):
@@ -103,18 +165,30 @@ def stage(task_id, dest):
 
 
 def verify(task_id, workdir, log_dir):
+    """The task's machine side on this host as the verify_hidden role runs it on a machine: the
+    trusted busybox shell, a clean environment, a tools folder; then the checks judged here."""
+    bb = toolkit.busybox()
+    tools = log_dir.parent / f"{log_dir.name}-tools"
+    scratch = log_dir.parent / f"{log_dir.name}-scratch"
+    for folder in (log_dir, tools, scratch):
+        folder.mkdir(parents=True)
+    (tools / "busybox").symlink_to(bb)
+    (tools / "sh").symlink_to(bb)
+    script = tools / "experiment.sh"
+    script.write_text(verification.machine_script(task_id))
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+        "WORKDIR": str(workdir),
+        "LOG_DIR": str(log_dir),
+        "SCRATCH": str(scratch),
+        "TOOLS": str(tools),
+    }
     proc = subprocess.run(
-        ["bash", REPO / "verifiers" / task_id / "verify.sh"],
-        env={**os.environ, "WORKDIR": str(workdir), "LOG_DIR": str(log_dir)},
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [bb, "timeout", "300", bb, "sh", script], env=env, capture_output=True, timeout=330
     )
-    assert proc.returncode == 0, proc.stderr
-    verdict = verification.verdict_from_logs(log_dir, 1.0)
-    checks = json.loads((log_dir / "checks.json").read_text())
-    assert checks and all(set(c) == {"name", "passed", "detail"} for c in checks)
-    return verdict
+    assert proc.returncode == 0, (log_dir / "verifier_stdout.log").read_text()
+    checks = verification.load_checks(task_id)
+    return verification.verdict_from_logs(log_dir, 1.0, checks)
 
 
 @pytest.mark.parametrize("task_id", DEMOS)
@@ -146,6 +220,7 @@ def test_legacycalc_passes_when_built_with_an_older_standard(tmp_path):
     assert verdict["passed"] is True, verdict
     assert {c["name"] for c in verdict["layer2"]["checks"]} >= {
         "binary_built",
+        "exit_code",
         "formulas_evaluated",
         "invalid_formulas_reported",
     }

@@ -125,6 +125,9 @@ FAILURE_ROWS = [
     ("Layer 1: verifier timeout", 1, "verifier_timeout"),
     ("Layer 1 total", 1, None),
     ("Layer 2 total", 2, None),
+    # Layer 0: the machine could not be judged (docs/verification.md).
+    ("Machine tampered by the agent", 0, "tampered"),
+    ("Machine broken by the agent", 0, "machine_broken"),
 ]
 _PAPER_FAILURE_ROWS = {
     "Layer 1: runtime crash": "runtime crash",

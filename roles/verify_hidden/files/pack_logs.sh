@@ -1,0 +1,14 @@
+# Pack the verifier's logs for the controller: run by the trusted busybox (applets, not the
+# machine's tar or base64). Each file is capped (its last MiB kept), links are dropped, and the
+# tar.gz is printed base64-encoded on stdout, which is how it reaches the controller without a
+# module on the machine. Usage: pack_logs.sh LOG_DIR
+set -u
+logs=$1
+cap=1048576
+find "$logs" -type l -exec rm -f {} +
+find "$logs" -type f | while IFS= read -r f; do
+  if [ "$(stat -c %s "$f")" -gt "$cap" ]; then
+    tail -c "$cap" "$f" >"$f.capped" && mv "$f.capped" "$f"
+  fi
+done
+tar -C "$logs" -czf - . | base64

@@ -1,1 +1,0 @@
-../global/verify_lib.sh
