@@ -106,6 +106,9 @@ def test_two_machines_are_reachable_isolated_and_destroyed(root_host, state_home
     assert int(host_pids) < 20, "a machine sees more processes than its own"
     assert "pytest" not in ssh(second, "ps -eo args").stdout
     assert ssh(first, "hostname").stdout.strip() != ssh(second, "hostname").stdout.strip()
+    # sshd is the machine's PID 1: root killing everything it can leaves the machine reachable.
+    ssh(first, "sudo kill -9 -1; sudo pkill -9 sshd", check=False)
+    assert ssh(first, "echo still here").stdout.strip() == "still here"
     # The controller's checkout is not reachable from inside.
     assert ssh(first, f"test -e {REPO}/pyproject.toml", check=False).returncode != 0
 
