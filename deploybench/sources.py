@@ -258,8 +258,6 @@ def sources_of(task: dict[str, Any]) -> list[Source]:
 def _fetch(source: Source, mirror: Path | None) -> str:
     """Bring source.commit into the cache; return where it came from."""
     dest = cached_repo(source.url)
-    if not dest.is_dir():
-        git(None, "init", "--quiet", "--bare", str(dest))
     where = f"{source.task_id}: {source.what}"
     if mirror is not None:
         found = find_in_mirror(mirror, source.url)
@@ -273,9 +271,11 @@ def _fetch(source: Source, mirror: Path | None) -> str:
                 f"{where}: commit {source.commit} is not in the mirror's {repo_key(source.url)} "
                 f"({found})"
             )
+        _init(dest)
         copy_objects(found, dest, source.commit)
         origin = f"mirror {found}"
     else:
+        fresh = _init(dest)
         proc = subprocess.run(
             ["git", f"--git-dir={dest}", "fetch", "--quiet", "--no-tags", "--depth=1"]
             + [source.url, source.commit],
@@ -285,6 +285,8 @@ def _fetch(source: Source, mirror: Path | None) -> str:
             timeout=3600,
         )
         if proc.returncode != 0:
+            if fresh:  # no empty repository is left to be listed as cached
+                shutil.rmtree(dest, ignore_errors=True)
             last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
             raise DeployBenchError(
                 f"{where}: cannot fetch commit {source.commit} from {source.url}: {last}"
@@ -294,6 +296,14 @@ def _fetch(source: Source, mirror: Path | None) -> str:
         raise DeployBenchError(f"{where}: commit {source.commit} did not arrive from {origin}")
     pin(dest, source.commit)
     return origin
+
+
+def _init(dest: Path) -> bool:
+    """Make the bare cache repository if it does not exist; True if it was made now."""
+    if dest.is_dir():
+        return False
+    git(None, "init", "--quiet", "--bare", str(dest))
+    return True
 
 
 def _paper(task: dict[str, Any], mirror: Path | None) -> dict[str, Any]:

@@ -184,6 +184,11 @@ def test_sync_over_the_network_fetches_one_commit(upstream, tasks_dir, state_hom
     assert sources.has_commit(cached, upstream.commit)
     assert not sources.has_commit(cached, upstream.newest)
     assert record["paper"] == {"status": "missing", "reason": "task.yaml gives no paper.pdf_url"}
+    # A repository the network does not have: one line, and no empty repository left cached.
+    tasks = write_task(tasks_dir, "app_test24", upstream.commit, None, url="https://github.com/x/y")
+    with pytest.raises(DeployBenchError, match=r"^app_test24: repository: cannot fetch commit"):
+        sources.sync(tasks)
+    assert not sources.cached_repo("https://github.com/x/y").exists()
 
 
 def test_missing_commit_repository_and_submodule_are_one_line_each(upstream, tasks_dir, state_home):
@@ -199,6 +204,7 @@ def test_missing_commit_repository_and_submodule_are_one_line_each(upstream, tas
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, None, url="https://github.com/x/y")
     with pytest.raises(DeployBenchError, match=r"^app_test24: repository: the mirror .* has no "):
         sources.sync(tasks, mirror)
+    assert not sources.cached_repo("https://github.com/x/y").exists()
     shutil.rmtree(mirror / "bob")
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, upstream.lib_commit)
     with pytest.raises(DeployBenchError) as caught:

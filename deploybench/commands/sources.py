@@ -87,7 +87,8 @@ def sync(tasks: str | None, source_mirror: Path | None) -> None:
             r["paper"]["status"],
             r["from"],
         )
-    Console(width=200).print(table)
+    if records:
+        Console(width=200).print(table)
     for task_id, r in records.items():
         missing = sources.all_missing(r)
         for path in missing[:SHOWN_MISSING]:
