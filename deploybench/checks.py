@@ -47,7 +47,8 @@ _SCALAR = {"type": ["string", "number", "boolean", "null"]}
 _BASE = {
     "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
     "kind": {},
-    "file": {"type": "string", "pattern": r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$"},
+    # A path inside the log folder: no "..", no leading "/".
+    "file": {"type": "string", "pattern": r"^(?!(.*/)?\.\.?(/|$))[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$"},
     "about": {"type": "string"},
 }
 

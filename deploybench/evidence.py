@@ -51,6 +51,25 @@ def unpack_state(attempt: Path, rc: int, seconds: float, killed: int) -> dict:
     return stop
 
 
+AGENT_FILES = ("agent.log", "trajectory.jsonl", "RUNBOOK.MD")
+
+
+def keep_agent_files(attempt: Path) -> None:
+    """Write the files a broken machine's raw read returned (lines "BASE64 NAME") into the
+    attempt's top level, where the stop stage would have put them."""
+    encoded = attempt / "agent_files.b64"
+    if not encoded.is_file():
+        return
+    for line in encoded.read_text(errors="replace").splitlines():
+        data, _, name = line.strip().rpartition(" ")
+        if name in AGENT_FILES and data:
+            try:
+                (attempt / name).write_bytes(base64.b64decode(data, validate=True))
+            except binascii.Error:
+                continue
+    encoded.unlink()
+
+
 def _unpack_b64(encoded: Path, dest: Path) -> str | None:
     """Unpack the base64 tar.gz the verifier's pack step printed; None, or why it could not."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -138,6 +157,20 @@ def _unpack_state(attempt: Path, rc: int, seconds: float, killed: int) -> None:
 def _verdict(attempt, rc, seconds, task_id, scan, probe, ran) -> None:
     verdict = judge(attempt, rc, seconds, task_id, scan, probe, ran)
     click.echo(f"passed={verdict['passed']}")
+
+
+@main.command("broken")
+@click.argument("attempt", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--rc", type=int, required=True)
+@click.option("--seconds", type=float, required=True)
+@click.option("--probe", type=click.Path(dir_okay=False, path_type=Path), required=True)
+def _broken(attempt: Path, rc: int, seconds: float, probe: Path) -> None:
+    """Judge a machine the agent broke: keep what it wrote, record how it stopped, and write the
+    verdict (machine_broken) from the probe's raw lines; the experiment is not run."""
+    keep_agent_files(attempt)
+    unpack_state(attempt, rc, seconds, 0)
+    verdict = judge(attempt, None, 0.0, scan=None, probe=probe, ran=False)
+    click.echo(f"passed={verdict['passed']} category={verdict['machine']['category']}")
 
 
 @main.command("integrity")

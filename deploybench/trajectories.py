@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from deploybench import contracts, jsonl
+from deploybench import contracts
 from deploybench.errors import DeployBenchError
 
 OUTPUT_LIMIT = 4000
@@ -25,17 +25,76 @@ def _event(step: int, t: float, kind: str, **fields: Any) -> dict[str, Any]:
     return event
 
 
+ERRORS_FILE = "trajectory_errors.json"
+MAX_SHOWN = 10
+
+
+def _lines(raw: bytes) -> tuple[list[tuple[int, Any]], list[str]]:
+    """(number, value) of each JSON line of what an agent wrote, and why the others are bad."""
+    rows, bad = [], []
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            bad.append(f"line {number}: not UTF-8")
+            continue
+        try:
+            rows.append((number, json.loads(text)))
+        except ValueError:
+            bad.append(f"line {number}: not JSON")
+    return rows, bad
+
+
+def _record_bad(path: Path, bad: list[str]) -> None:
+    """Count the lines left out, and show the first ones, in trajectory_errors.json."""
+    if bad:
+        errors = {"file": path.name, "bad_lines": len(bad), "first": bad[:MAX_SHOWN]}
+        (path.parent / ERRORS_FILE).write_text(json.dumps(errors, indent=2))
+
+
 def read_native(path: Path) -> list[dict[str, Any]]:
     """An agent's native log: JSON lines, or one JSON document (a dict is one row), as some
-    scaffolds (mini-swe-agent) write their whole trajectory as a single indented object."""
-    text = Path(path).read_text()
+    scaffolds (mini-swe-agent) write their whole trajectory as a single indented object.
+    Whatever the agent wrote is read: bad lines are left out, counted in trajectory_errors.json."""
+    raw = Path(path).read_bytes()
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError:
-        return jsonl.read(path)
+        doc = json.loads(raw.decode("utf-8", errors="replace"))
+    except ValueError:
+        doc = None
     if isinstance(doc, dict):
         return [doc]
-    return doc if isinstance(doc, list) else jsonl.read(path)
+    if isinstance(doc, list):
+        return doc
+    rows, bad = _lines(raw)
+    bad += [f"line {n}: not a JSON object" for n, row in rows if not isinstance(row, dict)]
+    _record_bad(Path(path), bad)
+    return [row for _, row in rows if isinstance(row, dict)]
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The contract-5 events of an attempt's trajectory.jsonl, whatever the agent wrote: a line
+    that is not UTF-8, not JSON or not a contract-5 event is left out, never an error. When any
+    is, the agent's file is kept as trajectory.agent.jsonl, trajectory.jsonl holds the good
+    events, and trajectory_errors.json counts and shows the bad lines."""
+    path = Path(path)
+    raw = path.read_bytes()
+    rows, bad = _lines(raw)
+    events = []
+    for number, row in rows:
+        try:
+            contracts.check(contracts.TRAJECTORY_EVENT, row, f"line {number}")
+        except DeployBenchError as exc:
+            bad.append(str(exc)[:300])
+            continue
+        events.append(row)
+    if bad:
+        bad.sort(key=lambda reason: int(reason.split()[1].rstrip(":")))
+        path.with_name("trajectory.agent.jsonl").write_bytes(raw)
+        write(events, path)
+        _record_bad(path, bad)
+    return events
 
 
 def from_contract5(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -195,7 +195,7 @@ def test_build_verdict_needs_both_layers():
     assert verification.build_verdict(bad1, ok2, 1)["passed"] is False
     assert verification.build_verdict(ok1, bad2, 1)["passed"] is False
     missing = verification.build_verdict(ok1, None, 1)
-    assert missing["passed"] is False and missing["layer2"]["checks"][0]["name"] == "checks_written"
+    assert missing["passed"] is False and missing["layer2"]["checks"][0]["name"] == "checks_judged"
     assert verification.build_verdict(ok1, [], 1)["layer2"]["passed"] is False
     contracts.check(contracts.VERDICT, verification.build_verdict(bad1, bad2, 2), "verdict")
 
@@ -223,21 +223,31 @@ def test_failure_of_maps_to_contract_3():
     assert verification.failure_of(l2, False) == (2, "task_check")
     assert verification.failure_of(l2, True) == (2, "verifier_timeout")
     assert verification.failure_of(None, True) == (2, "verifier_timeout")
+    for category in ("tampered", "machine_broken"):
+        machine = {"passed": False, "category": category, "evidence": ["x"]}
+        # A machine that failed its integrity judgment fails at layer 0, whatever else holds.
+        verdict = verification.build_verdict(ok, checks_ok, 1, machine)
+        assert verdict["passed"] is False
+        assert verification.failure_of(verdict, True) == (0, category)
     enum = contracts.RESULT["properties"]["failure_category"]["enum"]
-    for category in verification.CATEGORIES:
+    for category in (*verification.CATEGORIES, "tampered", "machine_broken"):
         assert category in enum
 
 
 def test_verdict_from_logs(tmp_path):
     (tmp_path / "01_run.log").write_text("epoch 1 loss 0.1\n")
-    (tmp_path / "checks.json").write_text(json.dumps([{"name": "m", "passed": True, "detail": ""}]))
-    verdict = verification.verdict_from_logs(tmp_path, 3.0)
+    (tmp_path / "run.rc").write_text("0\n")
+    spec = [{"name": "m", "kind": "value", "file": "run.rc", "pattern": "^(\\d+)$", "equals": 0}]
+    verdict = verification.verdict_from_logs(tmp_path, 3.0, spec)
     assert verdict["passed"] is True
-    timed_out = verification.verdict_from_logs(tmp_path, 3.0, timed_out=True)
+    timed_out = verification.verdict_from_logs(tmp_path, 3.0, spec, timed_out=True)
     assert timed_out["passed"] is False
     assert timed_out["layer2"]["checks"][-1]["name"] == "verifier_finished"
-    (tmp_path / "checks.json").write_text("not json")
-    assert verification.verdict_from_logs(tmp_path, 3.0)["layer2"]["passed"] is False
+    # A checks.json the machine wrote counts for nothing: only the declared checks are judged.
+    (tmp_path / "checks.json").write_text('[{"name": "m", "passed": true, "detail": ""}]')
+    (tmp_path / "run.rc").write_text("1\n")
+    assert verification.verdict_from_logs(tmp_path, 3.0, spec)["layer2"]["passed"] is False
+    assert verification.verdict_from_logs(tmp_path, 3.0, None)["layer2"]["passed"] is False
 
 
 def test_bad_rules_file_is_one_line(tmp_path):

@@ -59,9 +59,10 @@ wait_health() {
 
 collect "$CONFIG" kvservice.ini
 # The token of [auth], read by busybox awk (the checks judge the file itself).
-TOKEN=$(awk -F= '
-  /^[ \t]*\[/ { section = $0; gsub(/[ \t\[\]]/, "", section); next }
-  section == "auth" && $1 ~ /^[ \t]*token[ \t]*$/ { v = substr($0, index($0, "=") + 1); gsub(/^[ \t]+|[ \t\r]+$/, "", v); print v; exit }
+TOKEN=$(awk '
+  /^[ \t]*\[auth\][ \t]*$/ { auth = 1; next }
+  /^[ \t]*\[/ { auth = 0; next }
+  auth && /^[ \t]*token[ \t]*=/ { v = substr($0, index($0, "=") + 1); gsub(/^[ \t]+|[ \t\r]+$/, "", v); print v; exit }
 ' "$CONFIG" 2>/dev/null)
 TOKEN=${TOKEN:-none}
 echo "== config: $CONFIG (token $([ "$TOKEN" = none ] && echo absent || echo present))" >"$LOG_DIR/01_config.log"

@@ -39,8 +39,13 @@ for pkg in $packages; do
   (cd / && md5sum -c "$list" 2>/dev/null) | sed -n 's/: FAILED$//p' | while IFS= read -r path; do
     if [ -e "/$path" ] || [ -L "/$path" ]; then echo "CHANGED $pkg /$path"; else echo "MISSING $pkg /$path"; fi
   done
-  commands="$commands
-$(sed -n 's#^[0-9a-f]*  \(usr/\)\{0,1\}s\{0,1\}bin/\([^/]*\)$#\2#p' "$list")"
+  # Its commands (links included: /usr/bin/python3 is one), from dpkg's list of its paths.
+  for f in "$db/info/$pkg.list" "$db/info/$pkg:"*.list; do
+    [ -f "$f" ] || continue
+    commands="$commands
+$(sed -n 's#^\(/usr\)\{0,1\}/s\{0,1\}bin/\([^/]*\)$#\2#p' "$f")"
+    break
+  done
 done
 
 if [ -e /etc/ld.so.preload ] || [ -L /etc/ld.so.preload ]; then
