@@ -131,7 +131,7 @@ class Runner:
         verdict = json.loads((folder / "verdict.json").read_text())
         verify = json.loads((folder / "verify.json").read_text())
         events = (
-            jsonl.read(folder / "trajectory.jsonl")
+            trajectories.read_events(folder / "trajectory.jsonl")
             if (folder / "trajectory.jsonl").is_file()
             else []
         )
