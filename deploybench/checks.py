@@ -48,7 +48,10 @@ _BASE = {
     "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
     "kind": {},
     # A path inside the log folder: no "..", no leading "/".
-    "file": {"type": "string", "pattern": r"^(?!(.*/)?\.\.?(/|$))[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$"},
+    "file": {
+        "type": "string",
+        "pattern": r"^(?!(.*/)?\.\.?(/|$))[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$",
+    },
     "about": {"type": "string"},
 }
 
