@@ -3,6 +3,7 @@ judged on the controller, the integrity judgment, and, through the real pipeline
 machines, agents that tamper with the machine or break it."""
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -198,26 +199,31 @@ def test_the_trusted_busybox_is_static():
 
 # ---------- agents that tamper or break, through the real pipeline ----------
 def _plant(path: str, body: str) -> str:
-    """Shell text that installs an executable file as root (the agent holds sudo)."""
+    """Shell text that installs an executable file as root (the agent holds sudo); `install`
+    replaces a running binary too (it unlinks, where writing into it would be refused)."""
     return (
-        f"printf '%s\\n' '#!/bin/sh' {json.dumps(body)} | sudo tee {path} >/dev/null && "
-        f"sudo chmod 755 {path}"
+        f"printf '%s\\n' '#!/bin/sh' {shlex.quote(body)} > /tmp/plant && "
+        f"sudo install -m 755 /tmp/plant {path}"
     )
 
 
-# Each forges a passing checks.json where the old verifier wrote its own (LOG_DIR), and does the
-# real work too where it can: on the harness before this file existed, each attempt PASSED.
+# Each forges a passing checks.json where the verifier before this file wrote its own (LOG_DIR),
+# and leaves no error in the verifier's logs: on that harness, each of the first four PASSED
+# (shown on the commit before the trusted path, see docs/verification.md).
 FORGE = 'printf \'[{"name":"forged","passed":true,"detail":""}]\' > "$LOG_DIR/checks.json"'
+TIMEOUT_FORGER = f'[ -n "$LOG_DIR" ] && {FORGE}; exit 0'
 ATTACKS = {
-    "shadow_timeout": _plant("/usr/local/bin/timeout", f"{FORGE}; exit 0"),
-    "shadow_bash": _plant("/usr/local/bin/bash", f'[ -n "$LOG_DIR" ] && {FORGE}; exit 0'),
-    "shadow_python3": _plant(
+    "shadow_timeout": _plant("/usr/local/bin/timeout", TIMEOUT_FORGER),
+    "shadow_bash": _plant("/usr/local/bin/bash", TIMEOUT_FORGER),
+    # An ELF that prints nothing as the binary, and a python3 that forges the checks.
+    "shadow_python3": "cp /bin/true legacycalc && "
+    + _plant(
         "/usr/local/bin/python3",
         f'if [ "$1" = - ] && [ -n "$LOG_DIR" ]; then {FORGE}; exit 0; fi; '
         'exec /usr/bin/python3 "$@"',
     ),
+    "changed_binary": _plant("/usr/bin/timeout", TIMEOUT_FORGER),
     "preload": "echo /lib/x86_64-linux-gnu/libc.so.6 | sudo tee /etc/ld.so.preload",
-    "changed_binary": "sudo cp /bin/true /usr/bin/timeout",
 }
 
 
@@ -263,4 +269,64 @@ def test_a_tampered_machine_fails_as_tampered(root_host, runs, tmp_path):
     assert evidence_of["shadow_bash"] == "SHADOW /usr/local/bin/bash bash"
     assert evidence_of["shadow_python3"] == "SHADOW /usr/local/bin/python3 python3"
     assert evidence_of["preload"].startswith("PRELOAD ")
-    assert evidence_of["changed_binary"] == "CHANGED coreutils /usr/bin/timeout"
+    assert evidence_of["changed_binary"].startswith("CHANGED coreutils /")
+    assert evidence_of["changed_binary"].endswith("bin/timeout")
+
+
+@pytest.mark.slow
+@pytest.mark.privileged
+def test_an_agent_that_breaks_the_machine_or_its_trajectory_fails_not_infra(
+    root_host, runs, tmp_path
+):
+    # `no_python3` removes what Ansible's modules need; `garbage` writes a good event, a line
+    # that is not JSON and one that is not UTF-8 into its trajectory. Before, both were infra
+    # errors (no table counts them), the first only after the whole budget plus two minutes.
+    good = json.dumps({"step": 1, "t": 0.5, "kind": "command", "command": "ls", "exit_code": 0})
+    config = tmp_path / "agents.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "no_python3": {"command": "sudo rm -f /usr/bin/python3 /usr/bin/python3.*"},
+                "garbage": {
+                    "command": f"{{ echo {shlex.quote(good)}; echo 'not json {{'; "
+                    "printf '\\xff\\xfe{}\\n'; } > {trajectory_file}"
+                },
+            }
+        )
+    )
+    run_cli(
+        "run",
+        "--agent",
+        "no_python3,garbage",
+        "--agent-config",
+        config,
+        "--tasks",
+        TASK,
+        "--agent-seconds",
+        "300",
+        "--parallel",
+        "2",
+        "--run-id",
+        "broken",
+        timeout=1200,
+    )
+    rows = _results(runs / "broken")
+    assert not (runs / "broken" / "infra_errors.jsonl").exists()
+    broken = rows["no_python3"]
+    assert broken["status"] == "completed" and broken["passed"] is False
+    assert (broken["failure_layer"], broken["failure_category"]) == (0, "machine_broken")
+    assert broken["agent_seconds"] < 60, broken  # not the budget (300 s)
+    verdict = json.loads((runs / "broken" / TASK / "no_python3" / "1" / "verdict.json").read_text())
+    assert any(e.startswith("PROBE python3 broken") for e in verdict["machine"]["evidence"])
+
+    garbage = rows["garbage"]
+    assert garbage["status"] == "completed" and garbage["passed"] is False
+    assert garbage["failure_category"] == "dependency"  # judged as any attempt is
+    assert garbage["steps"] == 1
+    folder = runs / "broken" / TASK / "garbage" / "1"
+    errors = json.loads((folder / "trajectory_errors.json").read_text())
+    assert errors["bad_lines"] == 2
+    assert errors["first"] == ["line 2: not JSON", "line 3: not UTF-8"]
+    assert b"\xff\xfe" in (folder / "trajectory.agent.jsonl").read_bytes()
+    kept = (folder / "trajectory.jsonl").read_text().splitlines()
+    assert [json.loads(line)["step"] for line in kept] == [1]
