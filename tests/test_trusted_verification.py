@@ -330,3 +330,26 @@ def test_an_agent_that_breaks_the_machine_or_its_trajectory_fails_not_infra(
     assert b"\xff\xfe" in (folder / "trajectory.agent.jsonl").read_bytes()
     kept = (folder / "trajectory.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in kept] == [1]
+
+
+def test_the_report_counts_tampered_and_broken_machines():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from deploybench.analysis import tables
+
+    attempts = pd.DataFrame(
+        {
+            "label": ["a"] * 4,
+            "passed": [False, False, False, True],
+            "failure_layer": [0, 0, 1, None],
+            "failure_category": ["tampered", "machine_broken", "dependency", None],
+        }
+    )
+    (table,) = tables.failures(SimpleNamespace(attempts=attempts, labels=["a"]))
+    frame = table.frame
+    assert frame.loc["Machine tampered by the agent", "a n"] == 1
+    assert frame.loc["Machine broken by the agent", "a n"] == 1
+    assert frame.loc["Layer 1 total", "a n"] == 1
+    assert frame.loc["failed attempts", "a n"] == 3
