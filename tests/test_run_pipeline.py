@@ -87,7 +87,8 @@ def test_nothing_hidden_is_on_the_machine_while_the_agent_runs(root_host, runs, 
     # A command agent that searches the whole machine for the verifier, the reference setups,
     # the Layer-1 rules and the controller's folders, and prints what it found.
     probe = (
-        "found=$(sudo find / -xdev \\( -name verify.sh -o -name rules.yaml -o -name "
+        "found=$(sudo find / -xdev \\( -name experiment.sh -o -name checks.yaml "
+        "-o -name rules.yaml -o -name "
         f"'reference_setups' -o -path '*verifiers*' -o -path '{REPO}' -o -path '{runs}' \\) "
         "-print 2>/dev/null | head -20); "
         'echo PROBE-BEGIN; echo "$found"; echo PROBE-END; '
@@ -269,7 +270,10 @@ def test_a_verifier_that_overruns_its_budget_is_a_verifier_timeout(root_host, ru
     (repo / "tasks/slowverify_demo24/artifact").symlink_to(REPO / "tasks" / TASK / "artifact")
     (repo / "verifiers/slowverify_demo24").mkdir(parents=True)
     (repo / "verifiers/global").symlink_to(REPO / "verifiers/global")
-    (repo / "verifiers/slowverify_demo24/verify.sh").write_text("sleep 600\n")
+    (repo / "verifiers/slowverify_demo24/experiment.sh").write_text("sleep 600\n")
+    (repo / "verifiers/slowverify_demo24/checks.yaml").write_text(
+        "checks:\n  - {name: slept, kind: exists, file: never.txt}\n"
+    )
 
     run_cli(
         "run",
