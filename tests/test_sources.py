@@ -320,7 +320,10 @@ def checkout_with(tmp_path: Path, tasks_dir: Path) -> Path:
     # A verifier and a reference setup, so that run and validate-references reach the sources.
     for task in tasks_dir.glob("*/task.yaml"):
         (root / "verifiers" / task.parent.name).mkdir(parents=True)
-        (root / "verifiers" / task.parent.name / "verify.sh").write_text("exit 0\n")
+        (root / "verifiers" / task.parent.name / "experiment.sh").write_text("exit 0\n")
+        (root / "verifiers" / task.parent.name / "checks.yaml").write_text(
+            "checks:\n  - {name: ran, kind: exists, file: verifier_stdout.log, empty_ok: true}\n"
+        )
         (root / "reference_setups" / task.parent.name / "tasks").mkdir(parents=True)
     return root
 
