@@ -106,57 +106,99 @@ def _event_ok(e: Any) -> bool:
 
 
 def read_trajectory(path: Path) -> list[dict[str, Any]]:
-    text = path.read_text()
-    lines = text.splitlines()
-    try:
-        # One parse for the whole file is several times faster than one per line.
-        events = json.loads("[" + ",".join(ln for ln in lines if ln.strip()) + "]")
-    except json.JSONDecodeError:
-        events = None
-    if events is None:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DeployBenchError(f"{path}:{number}: not JSON ({exc.msg})") from None
-        raise DeployBenchError(f"{path}: not JSON lines")
-    if not _all_events_ok(events):
-        for index, e in enumerate(events):
-            if not _event_ok(e):
-                number = _line_of(lines, index)
-                contracts.check(contracts.TRAJECTORY_EVENT, e, f"{path}:{number}")
-                # The fast check is stricter only where jsonschema accepts e.g. 1.0 as an
-                # integer.
+    events, text = _parse_trajectory(path)
+    _check_events(events, text, path, _all_events_ok(events))
     return events
 
 
+def _parse_trajectory(path: Path) -> tuple[list[Any], str]:
+    text = path.read_text()
+    try:
+        # One parse for the whole file is several times faster than one per line; a blank
+        # line makes it fail, and the line-by-line path below reads such a file.
+        return json.loads("[" + text.rstrip().replace("\n", ",") + "]"), text
+    except json.JSONDecodeError:
+        pass
+    lines = text.splitlines()
+    try:
+        return json.loads("[" + ",".join(ln for ln in lines if ln.strip()) + "]"), text
+    except json.JSONDecodeError:
+        pass
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DeployBenchError(f"{path}:{number}: not JSON ({exc.msg})") from None
+    raise DeployBenchError(f"{path}: not JSON lines")
+
+
+def _check_events(events: list[Any], text: str, path: Path, fast_ok: bool) -> None:
+    """The schema's one-line error for the first bad event, unless the fast check passed."""
+    if fast_ok:
+        return
+    lines = text.splitlines()
+    for index, e in enumerate(events):
+        if not _event_ok(e):
+            number = _line_of(lines, index)
+            contracts.check(contracts.TRAJECTORY_EVENT, e, f"{path}:{number}")
+            # The fast check is stricter only where jsonschema accepts e.g. 1.0 as an
+            # integer.
+
+
 _NONE = type(None)
-_FIELD_TYPES = (
-    *((key, {str, _NONE}) for key in _OPTIONAL_STR),
-    *((key, {int, _NONE}) for key in _OPTIONAL_INT),
-    ("soft_timeout", {bool, _NONE}),
+_STR, _INT_OR_NONE = {str, _NONE}, {int, _NONE}
+_OTHER_FIELDS = (  # checked here; the columns load_runs keeps are checked as columns
+    ("output", _STR),
+    ("tokens_in", _INT_OR_NONE),
+    ("tokens_out", _INT_OR_NONE),
     ("cost_usd", {int, float, _NONE}),
-    ("t", {int, float}),
 )
 
 
-def _all_events_ok(events: list[Any]) -> bool:
-    """_event_ok over a whole file at once: one pass per field, comparing the set of the
-    types met (a bool is not an int here, since type() is exact). Ten times faster than one
-    call per event, which matters at 200,000 events; False sends the file to _event_ok."""
+def _types_ok(values: list[Any], allowed: set[type]) -> bool:
+    return not {type(v) for v in values} - allowed
+
+
+def _columns(events: list[Any]) -> dict[str, list[Any]] | None:
+    """The kept columns of one trajectory, checked as whole columns (the set of the types met,
+    exact, so a bool is not an int): the same verdict as _event_ok on every event, many times
+    faster at 200,000 events. None when any event fails; _check_events then names it."""
     if {type(e) for e in events} - {dict}:
-        return False
+        return None
     steps = [e.get("step") for e in events]
-    if {type(v) for v in steps} - {int} or (steps and min(steps) < 0):
-        return False
+    if not _types_ok(steps, {int}) or (steps and min(steps) < 0):
+        return None
+    cols = {
+        "t": [e.get("t") for e in events],
+        "kind": [e.get("kind") for e in events],
+        "command": [e.get("command") for e in events],
+        "exit_code": [e.get("exit_code") for e in events],
+        "soft_timeout": [e.get("soft_timeout") for e in events],
+        "path": [e.get("path") for e in events],
+    }
     try:
-        if {e.get("kind") for e in events} - _EVENT_KINDS:
-            return False
+        if set(cols["kind"]) - _EVENT_KINDS:
+            return None
     except TypeError:  # an unhashable kind
-        return False
-    return all(not {type(e.get(key)) for e in events} - allowed for key, allowed in _FIELD_TYPES)
+        return None
+    if not (
+        _types_ok(cols["t"], {int, float})
+        and _types_ok(cols["command"], _STR)
+        and _types_ok(cols["path"], _STR)
+        and _types_ok(cols["exit_code"], _INT_OR_NONE)
+        and _types_ok(cols["soft_timeout"], {bool, _NONE})
+    ):
+        return None
+    if not all(_types_ok([e.get(k) for e in events], ok) for k, ok in _OTHER_FIELDS):
+        return None
+    cols["soft_timeout"] = [v is True for v in cols["soft_timeout"]]
+    return cols
+
+
+def _all_events_ok(events: list[Any]) -> bool:
+    return _columns(events) is not None
 
 
 def _line_of(lines: list[str], index: int) -> int:
@@ -197,15 +239,21 @@ def load_runs(run_dirs: list[Path]) -> Runs:
             dirs.append(folder)
             trajectory = folder / "trajectory.jsonl"
             if trajectory.is_file():
-                events = read_trajectory(trajectory)
-                n = len(events)
-                cols["a"].extend([index] * n)
-                cols["t"] += [e["t"] for e in events]
-                cols["kind"] += [e["kind"] for e in events]
-                cols["command"] += [e.get("command") for e in events]
-                cols["exit_code"] += [e.get("exit_code") for e in events]
-                cols["soft_timeout"] += [e.get("soft_timeout") is True for e in events]
-                cols["path"] += [e.get("path") for e in events]
+                events, text = _parse_trajectory(trajectory)
+                mine = _columns(events)
+                _check_events(events, text, trajectory, mine is not None)
+                if mine is None:  # valid by the schema, not by the fast check (e.g. 1.0)
+                    mine = {
+                        "t": [e["t"] for e in events],
+                        "kind": [e["kind"] for e in events],
+                        "command": [e.get("command") for e in events],
+                        "exit_code": [e.get("exit_code") for e in events],
+                        "soft_timeout": [e.get("soft_timeout") is True for e in events],
+                        "path": [e.get("path") for e in events],
+                    }
+                cols["a"] += [index] * len(events)
+                for key, values in mine.items():
+                    cols[key] += values
             elif row["status"] == "completed":
                 missing["trajectory.jsonl"] = missing.get("trajectory.jsonl", 0) + 1
             verdict = folder / "verdict.json"
