@@ -7,13 +7,20 @@ by the converter named in its spec."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+import jsonschema
 
+from deploybench import yamlfile
+from deploybench.ansible import Unsafe
 from deploybench.errors import DeployBenchError
+from deploybench.paths import REPO_ROOT
+from deploybench.trajectories import CONVERTERS
+
+SCHEMA_FILE = REPO_ROOT / "agents" / "schema.json"
 
 BUILTIN_KINDS = {"reference": "reference", "nop": "scripted", "overclaim": "scripted"}
 
@@ -35,23 +42,46 @@ class AgentSpec:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def extravars(self) -> dict[str, Any]:
+        """The agent's extra vars; the spec's text is Unsafe, so Ansible never templates it."""
         if self.kind != "command":
             return {"agent": self.name}
         return {
             "agent": "command",
-            "agent_command_line": self.command_line,
-            "agent_command_install": self.install,
-            "agent_command_model": self.model or "",
+            "agent_command_line": Unsafe(self.command_line),
+            "agent_command_install": Unsafe(self.install),
+            "agent_command_model": Unsafe(self.model or ""),
             "agent_command_max_steps": self.max_steps,
-            "agent_command_base_url": self.base_url,
+            "agent_command_base_url": Unsafe(self.base_url),
             "agent_command_env_names": list(self.env_from_controller),
         }
 
 
+def spec_problems(specs: Any, where: str) -> list[str]:
+    """One line per problem of an agent specs file: schema, then converters deploybench knows."""
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text()))
+    lines = []
+    for error in sorted(validator.iter_errors(specs), key=lambda e: list(map(str, e.path))):
+        field_path = "/".join(map(str, error.absolute_path)) or "(top level)"
+        message = error.message
+        if error.validator == "additionalProperties":
+            message = message.replace("Additional properties are not allowed", "unknown field")
+        lines.append(f"{where}: field {field_path}: {message}")
+    if isinstance(specs, dict):
+        for name, spec in specs.items():
+            converter = spec.get("converter") if isinstance(spec, dict) else None
+            if isinstance(converter, str) and converter not in CONVERTERS:
+                lines.append(
+                    f"{where}: field {name}/converter: unknown converter {converter!r} "
+                    f"(known: {', '.join(CONVERTERS)})"
+                )
+    return lines
+
+
 def load_agent(name: str, config: Path | None = None, llm_base_url: str | None = None) -> AgentSpec:
-    """A built-in agent by name, or a command agent from a YAML file of agent specs:
-    {name: {command: "...", install: "...", model: ..., max_steps: N, converter: ...,
-    base_url: ..., env_from_controller: [OPENAI_API_KEY]}}; `llm_base_url` overrides base_url."""
+    """A built-in agent by name, or a command agent from a YAML file of agent specs
+    (agents/schema.json): {name: {command: "...", install: "...", model: ..., max_steps: N,
+    converter: ..., base_url: ..., env_from_controller: [OPENAI_API_KEY]}}; `llm_base_url`
+    overrides base_url. The whole file is checked before any machine is made."""
     if name in BUILTIN_KINDS:
         return AgentSpec(name=name, kind=BUILTIN_KINDS[name])
     if config is None:
@@ -59,18 +89,21 @@ def load_agent(name: str, config: Path | None = None, llm_base_url: str | None =
             f"unknown agent {name!r}: built-in agents are {', '.join(BUILTIN_KINDS)}; "
             "command agents come from --agent-config FILE"
         )
-    specs = yaml.safe_load(Path(config).read_text()) or {}
+    specs = yamlfile.load(Path(config))
+    problems = spec_problems(specs, str(config))
+    if problems:
+        raise DeployBenchError(problems[0])
     spec = specs.get(name)
-    if not isinstance(spec, dict) or not spec.get("command"):
-        raise DeployBenchError(f"{config}: no agent {name!r} with a `command`")
+    if spec is None:
+        raise DeployBenchError(f"{config}: no agent {name!r} (it has {', '.join(specs)})")
     return AgentSpec(
         name=name,
         kind="command",
         model=spec.get("model"),
         command_line=spec["command"],
         install=spec.get("install", ""),
-        max_steps=int(spec.get("max_steps", 0)),
+        max_steps=spec.get("max_steps", 0),
         converter=spec.get("converter", "contract5"),
         base_url=llm_base_url or spec.get("base_url") or "",
-        env_from_controller=[str(n) for n in spec.get("env_from_controller") or []],
+        env_from_controller=list(spec.get("env_from_controller") or []),
     )

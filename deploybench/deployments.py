@@ -1,14 +1,19 @@
-"""Deployments made by `deploybench provision`, tracked in the state folder so `machines` and
-`destroy` work from any later process, also after a crash."""
+"""Deployments, tracked in the state folder so `machines` and `destroy` work from any later
+process, also after a crash: those of `deploybench provision` and those of the attempts of
+`deploybench run` (owner.json names their run). A deployment's folder and record exist before
+its machines are started, so a controller killed at any instant leaves nothing unlisted."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import secrets
 import shutil
+import signal
 from pathlib import Path
 
-from deploybench.backends import MachineRequest, get_backend
+from deploybench.backends import Backend, MachineRequest, get_backend
 from deploybench.errors import DeployBenchError
 from deploybench.paths import state_home
 
@@ -21,11 +26,53 @@ def new_id() -> str:
     return "p" + secrets.token_hex(3)
 
 
+def open_for(request: MachineRequest, owner: dict | None = None) -> Path:
+    """The deployment's folder in the state folder, made (with who owns it) before any machine
+    is; the backend then records the request there before it starts anything."""
+    folder = deployments_dir() / request.run_id
+    folder.mkdir(parents=True, mode=0o700)
+    if owner is not None:
+        tmp = folder / "owner.json.tmp"
+        tmp.write_text(json.dumps(owner))
+        tmp.replace(folder / "owner.json")
+    return folder
+
+
+def owner(folder: Path) -> dict:
+    try:
+        return json.loads((folder / "owner.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def end_workers(folder: Path) -> None:
+    """Kill what a killed controller left working on this deployment (Terraform, whose command
+    line names the deployment's variables file), so nothing new starts while it is destroyed."""
+    marker = str(folder.resolve()).encode() + b"/"
+    for proc in Path("/proc").glob("[0-9]*"):
+        if int(proc.name) == os.getpid():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker in argv:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(proc.name), signal.SIGKILL)
+
+
+def destroy_folder(backend: Backend, folder: Path) -> None:
+    """Destroy one deployment and forget it; a failed destroy keeps its record for later."""
+    end_workers(folder)
+    backend.destroy(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def provision(backend_name: str, request: MachineRequest) -> tuple[Path, dict]:
     """Make the machines; on any failure destroy what was made, so nothing is left half-made."""
     backend = get_backend(backend_name)
     backend.sanity_check(request)
-    folder = deployments_dir() / request.run_id
+    folder = open_for(request)
     try:
         machines = backend.provision(request, folder)
     except BaseException:
@@ -53,7 +100,11 @@ def listed() -> list[tuple[str, Path, dict]]:
 def all_machines() -> dict[str, dict]:
     out = {}
     for backend_name, folder, _ in listed():
-        for name, machine in get_backend(backend_name).machines(folder).items():
+        try:
+            found = get_backend(backend_name).machines(folder)
+        except ValueError:  # a record cut short by a killed controller: `destroy` ends it
+            found = {}
+        for name, machine in found.items():
             out[name] = {**machine, "deployment": folder.name}
     return out
 
@@ -67,7 +118,6 @@ def destroy(deployment: str | None = None) -> list[str]:
         if not rows:
             raise DeployBenchError(f"no deployment {deployment!r} (see `deploybench machines`)")
     for backend_name, folder, _ in rows:
-        get_backend(backend_name).destroy(folder)
-        shutil.rmtree(folder, ignore_errors=True)
+        destroy_folder(get_backend(backend_name), folder)
         done.append(folder.name)
     return done

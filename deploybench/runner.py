@@ -25,9 +25,17 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from deploybench import ansible, contracts, inventory, jsonl, trajectories, verification
+from deploybench import (
+    ansible,
+    contracts,
+    deployments,
+    inventory,
+    jsonl,
+    trajectories,
+    verification,
+)
 from deploybench.agents import AgentSpec
-from deploybench.backends import Backend, MachineRequest
+from deploybench.backends import Backend, MachineRequest, get_backend
 from deploybench.errors import DeployBenchError, InfraError
 from deploybench.paths import PLAYBOOKS_DIR, REPO_ROOT, state_home
 from deploybench.results import ResultsStore
@@ -73,7 +81,6 @@ class Runner:
     def _execute(self, attempt: Attempt, folder: Path) -> dict[str, Any]:
         task = self.o.tasks[attempt.task_id]
         agent = self.agents[attempt.agent]
-        machine_dir = folder / "machine"
         request = MachineRequest(
             run_id=f"a{secrets.token_hex(4)}",
             image=self.o.image,
@@ -83,8 +90,13 @@ class Runner:
         )
         started_at = now()
         events: list[dict[str, Any]] = []
+        # The deployment is recorded in the state folder, with this run as its owner, before
+        # its machine is started: `machines`, `destroy` and --resume see it whenever we die.
+        deployment = deployments.open_for(
+            request, owner={"run_dir": str(self.o.run_dir.resolve()), "attempt": str(folder)}
+        )
         try:
-            machines = self.o.backend.provision(request, machine_dir)
+            machines = self.o.backend.provision(request, deployment)
             extravars = {
                 "task_id": attempt.task_id,
                 "attempt_dir": str(folder.resolve()),
@@ -100,6 +112,7 @@ class Runner:
                 folder / "ansible",
                 on_event=events.append,
                 cancel=self.cancelled.is_set,
+                pass_env=agent.env_from_controller,
             )
             if self.o.backend.name == "local":
                 from deploybench.local.machine import changed_files
@@ -109,7 +122,11 @@ class Runner:
                     "".join(f"{row}\n" for row in changed_files(state_home(), next(iter(machines))))
                 )
         finally:
-            self.o.backend.destroy(machine_dir)
+            try:
+                self.o.backend.destroy(deployment)
+            finally:
+                _keep_deployment_evidence(deployment, folder / "machine")
+            shutil.rmtree(deployment, ignore_errors=True)
         if self.cancelled.is_set():
             raise KeyboardInterrupt
         if not result.ok or not (folder / "verdict.json").is_file():
@@ -278,11 +295,25 @@ class Runner:
 
     def cleanup(self) -> None:
         _end_orphans(self.o.run_dir)
-        for state in self.o.run_dir.glob("*/*/*/machine/terraform.tfstate"):
+        mine = str(self.o.run_dir.resolve())
+        for backend_name, folder, _ in deployments.listed():
+            if deployments.owner(folder).get("run_dir") != mine:
+                continue
             try:
-                self.o.backend.destroy(state.parent)
+                deployments.destroy_folder(get_backend(backend_name), folder)
             except DeployBenchError:
                 continue
+
+
+# What of a deployment is evidence of the attempt: how Terraform made and destroyed it.
+_DEPLOYMENT_EVIDENCE = ("deployment.json", "terraform.log", "terraform.tfstate", "machines.json")
+
+
+def _keep_deployment_evidence(deployment: Path, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in _DEPLOYMENT_EVIDENCE:
+        if (deployment / name).is_file():
+            shutil.copyfile(deployment / name, dest / name)
 
 
 def _end_orphans(run_dir: Path) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -30,6 +33,17 @@ def free_ports(count: int) -> list[int]:
         for sock in socks:
             sock.close()
     return ports
+
+
+def _processes() -> list[tuple[int, bytes]]:
+    """(pid, NUL-separated command line) of every process."""
+    out = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            out.append((int(proc.name), b"\0" + (proc / "cmdline").read_bytes()))
+        except OSError:
+            continue
+    return out
 
 
 def _memory_gb() -> float:
@@ -79,6 +93,58 @@ class LocalBackend(Backend):
             "python": sys.executable,
             "ssh_ports": free_ports(request.count),
         }
+
+    # A deployment's machines are named from its request (see the module's locals), and the
+    # request is recorded before Terraform starts any: so a deployment whose controller died
+    # mid-apply still lists and ends every machine it may have started.
+    @staticmethod
+    def _recorded_names(folder: Path) -> list[str]:
+        try:
+            request = json.loads((folder / "deployment.json").read_text())["request"]
+            return [
+                f"{request['name_prefix']}-{request['run_id']}-{i}" for i in range(request["count"])
+            ]
+        except (OSError, ValueError, KeyError, TypeError):
+            return []
+
+    def machines(self, folder: Path) -> dict[str, dict]:
+        try:
+            found = super().machines(folder)
+        except ValueError:  # machines.json cut short by a controller killed as it wrote it
+            found = {}
+        for name in self._recorded_names(folder):
+            info = machine.read_info(machine.machines_dir(state_home()) / name)
+            if name not in found and info is not None and machine.is_alive(info):
+                found[name] = {
+                    "host": "127.0.0.1",
+                    "port": info["port"],
+                    "user": "vm",
+                    "private_key_file": str(
+                        machine.machines_dir(state_home()) / name / "id_ed25519"
+                    ),
+                    "backend": "local",
+                    "image": info.get("image", ""),
+                }
+        return found
+
+    def destroy(self, folder: Path) -> None:
+        names = self._recorded_names(folder)
+        # A `machine up` still running for this deployment would start its machine after we
+        # looked: end those first.
+        for pid, argv in _processes():
+            if b"deploybench.local.machine" in argv and any(
+                f"\0--name\0{n}\0".encode() in argv + b"\0" for n in names
+            ):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        try:
+            super().destroy(folder)
+        finally:
+            for name in names:
+                machine.down(state_home(), name)
+                # A machine whose `up` was killed before it wrote machine.json is still in
+                # its cgroup, named after it.
+                machine.end_cgroup(f"{machine.cgroup_group(state_home())}/{name}")
 
     def sweep(self, dry_run: bool = False) -> list[str]:
         mroot = machine.machines_dir(state_home())

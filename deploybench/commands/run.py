@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from deploybench.agents import load_agent
+from deploybench.agents import AgentSpec, load_agent
 from deploybench.backends import get_backend
-from deploybench.catalog import load_tasks
+from deploybench.catalog import homes, load_tasks, verifier_dir
 from deploybench.errors import DeployBenchError
 from deploybench.paths import TASKS_DIR, runs_dir
 from deploybench.runner import Runner, RunOptions, now
+from deploybench.trajectories import CONVERTERS
 
 
 def _select_tasks(tasks_arg: str | None, demo: bool) -> dict[str, dict]:
@@ -76,23 +79,51 @@ def results_table(rows: list[dict]) -> Table:
     return table
 
 
+# Options a resumed run takes from run.json. Given again on the command line, each must equal
+# the run's value; --parallel alone may differ (it changes how fast, not what is run).
+RESUMED = ("backend", "tasks", "agents", "attempts", "agent_seconds", "image", "upload")
+DEFAULTS = {"backend": "local", "attempts": 1, "parallel": 1}
+
+
+def _resume_options(meta_file: Path, given: dict[str, Any]) -> dict[str, Any]:
+    """The run's own options from run.json; an option given again that differs is an error."""
+    if not meta_file.is_file():
+        raise DeployBenchError(
+            f"no run {meta_file.parent.name} to resume: {meta_file} does not exist"
+        )
+    try:
+        meta = json.loads(meta_file.read_text())
+    except (OSError, ValueError) as exc:
+        raise DeployBenchError(f"{meta_file}: cannot read the run's options: {exc}") from exc
+    for name in RESUMED:
+        value = given.get(name)
+        if value is not None and value != meta.get(name):
+            raise DeployBenchError(
+                f"--{name.replace('_', '-')} {value} differs from the run's "
+                f"{meta.get(name)} ({meta_file}); --resume continues the run with its own options"
+            )
+    return meta
+
+
 def execute(
-    backend: str,
-    agent: str,
-    tasks: str | None,
-    demo: bool,
-    parallel: int,
-    attempts: int,
-    run_id: str | None,
-    resume: bool,
-    agent_config: Path | None,
-    agent_seconds: int | None,
-    image: str | None,
-    upload: str | None,
-    yes: bool,
+    backend: str | None = None,
+    agent: str | None = None,
+    tasks: str | None = None,
+    demo: bool = False,
+    parallel: int | None = None,
+    attempts: int | None = None,
+    run_id: str | None = None,
+    resume: bool = False,
+    agent_config: Path | None = None,
+    agent_seconds: int | None = None,
+    image: str | None = None,
+    upload: str | None = None,
+    yes: bool = False,
     llm_base_url: str | None = None,
     source_mirror: Path | None = None,
 ) -> tuple[Path, list[dict]]:
+    if resume and not run_id:
+        raise DeployBenchError("--resume needs the --run-id of the run to continue")
     run_id = run_id or f"run-{now().replace(':', '').replace('-', '').lower()}"
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", run_id):
         raise DeployBenchError(f"bad --run-id {run_id!r}: letters, digits, . _ - only")
@@ -102,40 +133,73 @@ def execute(
         raise DeployBenchError(
             f"run {run_id} exists in {run_dir}: add --resume, or pick a new --run-id"
         )
-    if resume and meta_file.is_file():
-        meta = json.loads(meta_file.read_text())
-        tasks = tasks or ",".join(meta["tasks"])
-        agent = agent or ",".join(meta["agents"])
-        backend = meta["backend"]
-    chosen = _select_tasks(tasks, demo and not tasks)
-    agent_names = [a.strip() for a in (agent or "").split(",") if a.strip()]
-    if not agent_names:
-        raise DeployBenchError("name the agents: --agent reference,nop,...")
-    agents = [load_agent(name, agent_config, llm_base_url) for name in agent_names]
+    if resume:
+        if agent_config is not None or llm_base_url is not None:
+            raise DeployBenchError(
+                "--resume takes the agents' specs from the run (run.json): "
+                "leave out --agent-config and --llm-base-url"
+            )
+        meta = _resume_options(
+            meta_file,
+            {
+                "backend": backend,
+                "tasks": _split(tasks) or None,
+                "agents": _split(agent) or None,
+                "attempts": attempts,
+                "agent_seconds": agent_seconds,
+                "image": image,
+                "upload": upload,
+            },
+        )
+        if not isinstance(meta.get("agent_specs"), list):
+            raise DeployBenchError(f"{meta_file}: no agent_specs; this run cannot be resumed")
+        chosen = _select_tasks(",".join(meta["tasks"]), False)
+        agents = [AgentSpec(**spec) for spec in meta["agent_specs"]]
+        backend, attempts = meta["backend"], meta["attempts"]
+        agent_seconds, image, upload = meta["agent_seconds"], meta["image"], meta["upload"]
+        parallel = parallel or meta.get("parallel") or DEFAULTS["parallel"]
+    else:
+        backend = backend or DEFAULTS["backend"]
+        attempts = attempts or DEFAULTS["attempts"]
+        parallel = parallel or DEFAULTS["parallel"]
+        chosen = _select_tasks(tasks, demo and not tasks)
+        agent_names = _split(agent)
+        if not agent_names:
+            raise DeployBenchError("name the agents: --agent reference,nop,...")
+        agents = [load_agent(name, agent_config, llm_base_url) for name in agent_names]
+    _check_runnable(chosen, agents)
     from deploybench import sources
 
     # Sources before machines: a commit or repository that cannot be had is one line, no machine.
     sources.ensure(chosen, source_mirror)
     chosen_backend = get_backend(backend)
     chosen_backend.sanity_check()
-    if backend in ("aws", "gcp"):
+    if backend in ("aws", "gcp") and not resume:
         from deploybench import costs
 
         costs.estimate_and_confirm(backend, chosen, agents, attempts, yes)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    meta_file.write_text(
-        json.dumps(
-            {
-                "run_id": run_id,
-                "backend": backend,
-                "tasks": list(chosen),
-                "agents": agent_names,
-                "attempts": attempts,
-                "created_at": now(),
-            },
-            indent=2,
-        )
-    )
+    # Owner only: the run folder holds the agents' logs and the machines' state.
+    runs_dir().mkdir(parents=True, exist_ok=True)
+    run_dir.mkdir(mode=0o700, exist_ok=True)
+    run_dir.chmod(0o700)
+    if not resume:
+        meta = {
+            "run_id": run_id,
+            "backend": backend,
+            "tasks": list(chosen),
+            "agents": [a.name for a in agents],
+            "attempts": attempts,
+            "agent_seconds": agent_seconds,
+            "image": image,
+            "upload": upload,
+            "parallel": parallel,
+            "agent_config": str(agent_config) if agent_config else None,
+            "agent_specs": [asdict(a) for a in agents],
+            "created_at": now(),
+        }
+        tmp = meta_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(meta, indent=2))
+        tmp.replace(meta_file)
     runner = Runner(
         RunOptions(
             run_dir=run_dir,
@@ -152,8 +216,31 @@ def execute(
     return run_dir, runner.run()
 
 
+def _split(names: str | None) -> list[str]:
+    return [n.strip() for n in (names or "").split(",") if n.strip()]
+
+
+def _check_runnable(tasks: dict[str, dict], agents: list[AgentSpec]) -> None:
+    """Refuse, before any machine is made, what would fail only after a whole attempt."""
+    for task_id in tasks:
+        if not verifier_dir(task_id).is_dir():
+            raise DeployBenchError(
+                f"task {task_id} has no verifier (verifiers/{task_id}/): it cannot be run"
+            )
+        if any(a.kind == "reference" for a in agents) and not homes(task_id)["reference_setup"]:
+            raise DeployBenchError(
+                f"task {task_id} has no reference setup (reference_setups/{task_id}/)"
+            )
+    for agent in agents:
+        if agent.kind == "command" and agent.converter not in CONVERTERS:
+            raise DeployBenchError(
+                f"agent {agent.name}: unknown converter {agent.converter!r} "
+                f"(known: {', '.join(CONVERTERS)})"
+            )
+
+
 @click.command()
-@click.option("--backend", default="local", show_default=True, help="local, aws or gcp.")
+@click.option("--backend", default=None, help="local (default), aws or gcp.")
 @click.option(
     "--agent",
     "--agents",
@@ -166,19 +253,22 @@ def execute(
 @click.option(
     "--parallel",
     type=click.IntRange(1, 256),
-    default=1,
-    show_default=True,
-    help="Attempts running at once (one machine each).",
+    default=None,
+    help="Attempts running at once, one machine each (default 1; --resume may change it).",
 )
 @click.option(
     "--attempts",
     type=click.IntRange(1, 100),
-    default=1,
-    show_default=True,
-    help="Attempts per task and agent.",
+    default=None,
+    help="Attempts per task and agent (default 1).",
 )
 @click.option("--run-id", default=None, help="Folder name under runs/ (default: a timestamp).")
-@click.option("--resume", is_flag=True, help="Continue a run: finished attempts are skipped.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue run --run-id with the options it was started with (run.json); finished "
+    "attempts are skipped. Options given again must equal the run's, except --parallel.",
+)
 @click.option(
     "--agent-config",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -253,19 +343,13 @@ def validate_references(
     """Run the reference setup of each task on a fresh machine and record in its task.yaml
     when and where it passed the verifier. A failure leaves the record as it was."""
     run_dir, rows = execute(
-        backend,
-        "reference",
-        tasks,
-        demo or not tasks,
-        parallel,
-        1,
-        None,
-        False,
-        None,
-        None,
-        image,
-        None,
-        True,
+        backend=backend,
+        agent="reference",
+        tasks=tasks,
+        demo=demo or not tasks,
+        parallel=parallel,
+        image=image,
+        yes=True,
         source_mirror=source_mirror,
     )
     Console(width=160).print(results_table(rows))

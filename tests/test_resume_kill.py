@@ -1,0 +1,140 @@
+"""Runs keep their promises: a controller SIGKILLed at any point of provisioning leaves
+nothing that `machines`, `destroy` and `--resume` cannot see, and `--resume` runs every
+attempt exactly once with the run's own options."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DEPLOYBENCH, REPO, machine_processes, run_cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.privileged]
+
+TASK = "legacycalc_demo24"
+
+
+def results(run_dir: Path) -> list[dict]:
+    path = run_dir / "results.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def _start(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [*DEPLOYBENCH, *args],
+        cwd=REPO,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _wait_for(condition, what: str, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.01)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def _nothing_left(state_home: Path) -> None:
+    assert run_cli("machines").stdout.strip() == "no machines"
+    assert not machine_processes(state_home), "a machine process is left"
+    mounts = Path("/proc/self/mountinfo").read_text()
+    assert str(state_home) not in mounts, "a machine's mount is left"
+    deployments = state_home / "deployments"
+    assert not deployments.exists() or not any(deployments.iterdir())
+
+
+def _deployments(state_home: Path) -> list[Path]:
+    folder = state_home / "deployments"
+    return sorted(folder.iterdir()) if folder.is_dir() else []
+
+
+def _recorded(state_home: Path) -> bool:
+    return any((d / "deployment.json").is_file() for d in _deployments(state_home))
+
+
+def _booting(state_home: Path) -> bool:
+    machines = state_home / "machines"
+    return machines.is_dir() and any(machines.iterdir())
+
+
+def _up(state_home: Path) -> bool:
+    return any((d / "machines.json").is_file() for d in _deployments(state_home))
+
+
+# (name, when to kill, kill the whole process group or only the controller)
+KILL_POINTS = [
+    ("before-apply", _recorded, True),
+    ("while-booting", _booting, False),
+    ("while-booting-group", _booting, True),
+    ("machine-up", _up, True),
+]
+
+
+@pytest.mark.parametrize("name,point,group", KILL_POINTS, ids=[k[0] for k in KILL_POINTS])
+def test_sigkill_during_provisioning_then_resume(name, point, group, root_host, runs, state_home):
+    args = ["run", "--agent", "nop", "--tasks", TASK, "--attempts", "2", "--agent-seconds", "20"]
+    proc = _start(*args, "--run-id", name)
+    _wait_for(lambda: point(state_home), name)
+    if group:
+        os.killpg(proc.pid, signal.SIGKILL)
+    else:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert results(runs / name) == []
+    # Whatever the killed controller left is recorded, and a machine it started is listed.
+    assert _deployments(state_home), "the killed attempt's deployment was not recorded"
+    if point is _up:
+        assert json.loads(run_cli("machines", "--json").stdout), "a live machine is not listed"
+
+    run_cli("run", "--run-id", name, "--resume", timeout=900)
+    rows = results(runs / name)
+    assert sorted(r["attempt"] for r in rows) == [1, 2], rows
+    assert all(r["status"] == "completed" for r in rows), rows
+    _nothing_left(state_home)
+
+
+def test_resume_restores_the_runs_options(root_host, runs, state_home, tmp_path):
+    # An agent that never ends: only the run's own --agent-seconds (3 s, not the task's 10
+    # minutes) lets the resumed attempts end in time.
+    config = tmp_path / "agents.yaml"
+    config.write_text(json.dumps({"stuck": {"command": "sleep 3600"}}))
+    args = ["--agent", "stuck", "--agent-config", str(config), "--tasks", TASK]
+    proc = _start(
+        "run", *args, "--attempts", "2", "--agent-seconds", "3", "--image", "debian12",
+        "--run-id", "opts",
+    )  # fmt: skip
+    run_dir = runs / "opts"
+    _wait_for(lambda: len(results(run_dir)) >= 1, "the first attempt")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    config.unlink()  # the specs are the run's, not the file's
+
+    # Options given again must be the run's own.
+    proc = run_cli("run", "--run-id", "opts", "--resume", "--attempts", "3", check=False)
+    assert proc.returncode != 0 and "--attempts 3 differs from the run's 2" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    run_cli("run", "--run-id", "opts", "--resume", timeout=900)
+    rows = results(run_dir)
+    assert sorted(r["attempt"] for r in rows) == [1, 2], rows
+    for row in rows:
+        assert row["status"] == "completed" and row["stop_type"] == "timeout", row
+        # Far below the task's own 600 s (a loaded host adds some seconds of polling).
+        assert row["agent_seconds"] < 120, row
+    second = json.loads((run_dir / TASK / "stuck/2/machine/deployment.json").read_text())
+    assert second["request"]["image"] == "debian12"
+    _nothing_left(state_home)
+
+
+def test_resume_refuses_a_run_that_does_not_exist(runs, state_home):
+    proc = run_cli("run", "--run-id", "never-started", "--resume", check=False)
+    assert proc.returncode != 0
+    assert "no run never-started to resume" in proc.stderr, proc.stderr
+    assert not (runs / "never-started").exists()
