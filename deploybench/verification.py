@@ -267,4 +267,5 @@ def machine_script(task_id: str, verifiers_dir: Path = VERIFIERS_DIR) -> str:
     under the controller's busybox shell; neither holds a check (those stay here)."""
     lib = (Path(verifiers_dir) / "global" / EXPERIMENT_LIB).read_text()
     experiment = (verifier_dir(task_id, verifiers_dir) / EXPERIMENT_SCRIPT).read_text()
-    return f"{lib}\n# ---- {task_id}/{EXPERIMENT_SCRIPT} ----\n{experiment}"
+    # It ends with exit 0, so only the trusted `timeout` gives 124, 137 or 143 (its budget ran out).
+    return f"{lib}\n# ---- {task_id}/{EXPERIMENT_SCRIPT} ----\n{experiment}\nexit 0\n"
