@@ -68,6 +68,7 @@ _LAUNCHERS = {
 }
 
 
+@lru_cache(maxsize=100_000)
 def _words(text: str) -> tuple[str, ...]:
     try:
         words = shlex.split(text, comments=False)

@@ -152,7 +152,8 @@ def _recovery(events: pd.DataFrame) -> pd.DataFrame:
     # Only attempts with at least one failed command need the (sequential) rules.
     with_failures = set(acts.loc[failed, "a"])
     rows: list[tuple[int, int, str]] = []
-    sub = acts[acts["a"].isin(with_failures)]
+    keep = acts["a"].isin(with_failures)
+    sub = acts[keep]
     if sub.empty:
         return pd.DataFrame({"a": [], "rule": [], "recovery": []})
     a_col = sub["a"].to_numpy()
@@ -165,19 +166,26 @@ def _recovery(events: pd.DataFrame) -> pd.DataFrame:
     kinds = sub["kind"].tolist()
     actions = list(map(recovery.Action._make, zip(kinds, cmds, codes, softs, paths, strict=True)))
     bounds = np.flatnonzero(np.diff(a_col)) + 1
-    for start, end in zip(
-        np.concatenate([[0], bounds]).tolist(),
-        np.concatenate([bounds, [len(a_col)]]).tolist(),
-        strict=True,
-    ):
+    starts = np.concatenate([[0], bounds]).tolist()
+    ends = np.concatenate([bounds, [len(a_col)]]).tolist()
+    # where the failed commands are, per attempt, from the mask above (not action by action)
+    failed_at = np.flatnonzero(failed[keep].to_numpy())
+    firsts = np.searchsorted(failed_at, starts).tolist()
+    lasts = [*firsts[1:], len(failed_at)]
+    for start, end, first, last in zip(starts, ends, firsts, lasts, strict=True):
         a = int(a_col[start])
-        rows += [(a, rule, label) for _, rule, label in recovery.label_attempt(actions[start:end])]
+        where = (failed_at[first:last] - start).tolist()
+        labelled = recovery.label_attempt(actions[start:end], where)
+        rows += [(a, rule, label) for _, rule, label in labelled]
     return pd.DataFrame(rows, columns=["a", "rule", "recovery"])
 
 
 def _completion(att, commands, runs: Runs, catalog) -> pd.Series:
     """'meaningful' / 'shallow' / 'none' for every attempt (the table reads self-stops)."""
-    by_attempt = commands.groupby("a")["command"].agg(list)
+    by_attempt: dict[int, list[str]] = {}
+    for a, command in zip(commands["a"].tolist(), commands["command"].tolist(), strict=True):
+        if isinstance(command, str):
+            by_attempt.setdefault(a, []).append(command)
     base: dict[str, list[str]] = {}
     out = {}
     for a, task_id in att["task_id"].items():
@@ -186,8 +194,7 @@ def _completion(att, commands, runs: Runs, catalog) -> pd.Series:
         # The verifier's targets differ per attempt (they come from that attempt's verdict).
         targets = completion.verifier_targets(task_id, runs.verdicts.get(a))
         points = base[task_id] + [t for t in targets if t not in base[task_id]]
-        cmds = [c for c in by_attempt.get(a, []) if isinstance(c, str)]
-        out[a] = completion.judge(cmds, points)
+        out[a] = completion.judge(by_attempt.get(a, []), points)
     return pd.Series(out, dtype=object).reindex(att.index)
 
 

@@ -190,15 +190,21 @@ def label_failure(actions: Sequence[Action], index: int) -> tuple[int, str]:
     raise AssertionError("the last rule always holds")
 
 
-def label_attempt(actions: Sequence[Action]) -> list[tuple[int, int, str]]:
-    """(index, rule id, label) for every failed command of one attempt."""
+def label_attempt(
+    actions: Sequence[Action], failed_at: Sequence[int] | None = None
+) -> list[tuple[int, int, str]]:
+    """(index, rule id, label) for every failed command of one attempt. `failed_at`, the
+    indices of the failed actions when the caller already knows them, spares a pass."""
     out = []
     # Index of the last shell command, so "any later shell action" is one comparison.
-    last_shell = max((i for i, a in enumerate(actions) if a.kind == "command"), default=-1)
+    last_shell = next(
+        (i for i in range(len(actions) - 1, -1, -1) if actions[i].kind == "command"), -1
+    )
     size, rules = load_rules()
-    for i, action in enumerate(actions):
-        if not action.failed:
-            continue
+    if failed_at is None:
+        failed_at = [i for i, a in enumerate(actions) if a.failed]
+    for i in failed_at:
+        action = actions[i]
         window = actions[i + 1 : i + 1 + size]
         later_shell = last_shell > i
         for rule in rules:

