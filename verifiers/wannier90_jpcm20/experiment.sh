@@ -1,14 +1,14 @@
 # Layer 2 experiment of wannier90_jpcm20 (hidden from the agent), after experiment_lib.sh.
 #
 # Runs the wannier90.x the agent built ($WORKDIR/wannier90.x, where `make` puts it), as the owner
-# of WORKDIR, in scratch folders on the GaAs inputs of tutorial 01 (gaas.amn and gaas.mmn from
-# the workdir): once with the tutorial's own gaas.win (the paper's example: 4 Wannier functions,
-# Omega Total 4.466880976 Ang^2) and once with a gaas.win of the verifier's that stops the
+# of WORKDIR, in scratch folders on the GaAs inputs of example 01 (gaas.amn and gaas.mmn from
+# the workdir): once with the example's own gaas.win (4 Wannier functions, Omega Total
+# 4.466880976 Ang^2) and once with a gaas.win of the verifier's that stops the
 # minimisation before its first step (num_iter = 0), whose spread no published output shows.
 # Collects the .wout files and a listing of what each run wrote; checks.yaml judges them on the
 # controller. RUNBOOK.MD is never read.
 BIN="$WORKDIR/wannier90.x"
-TUTORIAL="$WORKDIR/tutorials/tutorial01"
+EXAMPLE="$WORKDIR/examples/example01"
 
 {
   echo "== binary: $BIN"
@@ -26,7 +26,7 @@ run() {
   dir="$SCRATCH/$1"
   chown -R "$OWNER" "$dir"
   {
-    echo "== experiment $1: $BIN gaas (in a scratch copy of tutorials/tutorial01)"
+    echo "== experiment $1: $BIN gaas (in a scratch copy of examples/example01)"
     cd "$dir" && rc_of "$1" as_owner timeout 300 "$BIN" gaas
     echo "exit code: $(cat "$LOG_DIR/$1.rc")"
     tail -n 25 "$dir/gaas.wout" 2>/dev/null
@@ -36,15 +36,15 @@ run() {
   ls -1 "$dir" >"$LOG_DIR/$1.files" 2>&1
 }
 
-mkdir -p "$SCRATCH/tutorial01" "$SCRATCH/iter0"
+mkdir -p "$SCRATCH/example01" "$SCRATCH/iter0"
 for f in gaas.win gaas.amn gaas.mmn; do
-  cp "$TUTORIAL/$f" "$SCRATCH/tutorial01/$f" 2>/dev/null
+  cp "$EXAMPLE/$f" "$SCRATCH/example01/$f" 2>/dev/null
 done
-run tutorial01 2
+run example01 2
 
-# The verifier's own input: tutorial 01's system and projections, no minimisation step.
+# The verifier's own input: example 01's system and projections, no minimisation step.
 cat >"$SCRATCH/iter0/gaas.win" <<'WIN'
-! verifier: GaAs of tutorial 01, spread of the initial projections only
+! verifier: GaAs of example 01, spread of the initial projections only
 num_wann = 4
 num_iter = 0
 wvfn_formatted = .true.
@@ -74,6 +74,6 @@ begin kpoints
 end kpoints
 WIN
 for f in gaas.amn gaas.mmn; do
-  cp "$TUTORIAL/$f" "$SCRATCH/iter0/$f" 2>/dev/null
+  cp "$EXAMPLE/$f" "$SCRATCH/iter0/$f" 2>/dev/null
 done
 run iter0 3

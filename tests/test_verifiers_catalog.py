@@ -1,0 +1,253 @@
+"""Verifiers of wannier90_jpcm20, safehome_eurosys21 and quantumespresso_jpcm17: their checks
+judged on recorded final states (tests/fixtures/verifier_states/<id>/{pass,untouched,shallow}/,
+each with a README saying how it was made), the machine side run for real on this host against
+cheating workdirs, and the shape of their reference roles."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from deploybench import checks, toolkit, verification
+from tests.conftest import REPO
+
+TASKS = ["wannier90_jpcm20", "safehome_eurosys21", "quantumespresso_jpcm17"]
+STATES = REPO / "tests" / "fixtures" / "verifier_states"
+FAILING = ["untouched", "shallow"]
+# What a verifier cut down to "the entry point exists" would still ask: the facts file the
+# experiment writes about the binary (or the compiled main class) shows it is there.
+ENTRY_POINT_EXISTS = {
+    "wannier90_jpcm20": {"file": "binary.txt", "pattern": "^regular: yes$"},
+    "safehome_eurosys21": {"file": "build.txt", "pattern": "^main class: yes$"},
+    "quantumespresso_jpcm17": {"file": "binary.txt", "pattern": "^exists: yes$"},
+}
+
+
+def judged(task_id, folder):
+    return checks.judge_all(verification.load_checks(task_id), folder)
+
+
+def failed(results):
+    return sorted(r["name"] for r in results if not r["passed"])
+
+
+def copy_state(task_id, state, dest):
+    shutil.copytree(STATES / task_id / state, dest)
+    return dest
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_recorded_pass_state_passes_both_layers(task_id):
+    folder = STATES / task_id / "pass"
+    assert (folder / "README.md").is_file()
+    verdict = verification.verdict_from_logs(folder, 1.0, verification.load_checks(task_id))
+    assert verdict["passed"] is True, failed(verdict["layer2"]["checks"]) or verdict["layer1"]
+
+
+@pytest.mark.parametrize("state", FAILING)
+@pytest.mark.parametrize("task_id", TASKS)
+def test_recorded_failing_states_fail(task_id, state):
+    folder = STATES / task_id / state
+    assert (folder / "README.md").is_file(), f"{folder} says nowhere how it was made"
+    verdict = verification.verdict_from_logs(folder, 1.0, verification.load_checks(task_id))
+    assert verdict["passed"] is False
+    assert verdict["layer2"]["passed"] is False
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_checks_weakened_to_the_entry_point_exists_pass_the_shallow_state(task_id):
+    # The shallow states have their entry point (a stub wannier90.x, a packaged pw.x linked into
+    # bin/, the shipped jar's classes unpacked): a verifier cut down to "it exists" would pass
+    # them, and test_recorded_failing_states_fail would catch that.
+    weak = [{"name": "entry_point_exists", "kind": "contains", **ENTRY_POINT_EXISTS[task_id]}]
+    assert all(r["passed"] for r in checks.judge_all(weak, STATES / task_id / "shallow"))
+    assert all(r["passed"] for r in checks.judge_all(weak, STATES / task_id / "pass"))
+
+
+SHALLOW_FAILS_ON = {
+    "wannier90_jpcm20": ["binary_built", "hidden_input_omega_total"],
+    "quantumespresso_jpcm17": ["binary_built_in_checkout", "build_objects_in_checkout"],
+    "safehome_eurosys21": ["compiled_after_checkout", "not_the_shipped_jar"],
+}
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_shallow_states_fail_on_what_makes_them_shallow(task_id):
+    assert failed(judged(task_id, STATES / task_id / "shallow")) == SHALLOW_FAILS_ON[task_id]
+
+
+def _edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path.name}"
+    path.write_text(text.replace(old, new))
+
+
+def test_wannier90_judges_the_spreads(tmp_path):
+    # The example's spread off by more than 1e-3, and the verifier's own input given the
+    # example's converged spread (a canned output), each fail alone.
+    off = copy_state("wannier90_jpcm20", "pass", tmp_path / "off")
+    _edit(off / "example01.wout", "=     4.466880976", "=     4.468880976")
+    assert failed(judged("wannier90_jpcm20", off)) == ["example_omega_total"]
+    canned = copy_state("wannier90_jpcm20", "pass", tmp_path / "canned")
+    shutil.copy(canned / "example01.wout", canned / "iter0.wout")
+    assert failed(judged("wannier90_jpcm20", canned)) == ["hidden_input_omega_total"]
+    werr = copy_state("wannier90_jpcm20", "pass", tmp_path / "werr")
+    (werr / "example01.files").write_text("gaas.amn\ngaas.chk\ngaas.mmn\ngaas.werr\ngaas.win\n")
+    assert failed(judged("wannier90_jpcm20", werr)) == ["example_no_error"]
+
+
+def test_quantumespresso_judges_the_energies(tmp_path):
+    off = copy_state("quantumespresso_jpcm17", "pass", tmp_path / "off")
+    _edit(off / "scf.out", "-15.83976403 Ry", "-15.83956403 Ry")  # 2e-4 Ry off
+    assert failed(judged("quantumespresso_jpcm17", off)) == ["scf_total_energy"]
+    swapped = copy_state("quantumespresso_jpcm17", "pass", tmp_path / "swapped")
+    shutil.copy(swapped / "scf.out", swapped / "hidden.out")
+    assert failed(judged("quantumespresso_jpcm17", swapped)) == ["hidden_total_energy"]
+    unconverged = copy_state("quantumespresso_jpcm17", "pass", tmp_path / "unconverged")
+    _edit(unconverged / "scf.out", "convergence has been achieved", "convergence NOT achieved")
+    assert failed(judged("quantumespresso_jpcm17", unconverged)) == ["scf_converged"]
+
+
+def test_safehome_judges_the_latency_order(tmp_path):
+    # PSV and EV swapped in E2E_RTN_TIME.dat: the paper's order GSV > PSV > EV no longer holds.
+    swapped = copy_state("safehome_eurosys21", "pass", tmp_path / "swapped")
+    path = swapped / "E2E_RTN_TIME.dat"
+    lines = path.read_text().splitlines()
+    cells = lines[1].split("\t")
+    cells[2], cells[3] = cells[3], cells[2]
+    path.write_text("\n".join([lines[0], "\t".join(cells), *lines[2:]]) + "\n")
+    assert failed(judged("safehome_eurosys21", swapped)) == ["e2e_ev", "e2e_psv"]
+    jar = copy_state("safehome_eurosys21", "pass", tmp_path / "jar")
+    (jar / "main_class_loaded.txt").write_text(
+        "[0.1s][info][class,load] SafeHomeSimulator.SafeHomeSimulator source: "
+        "file:/home/vm/Desktop/safehome_eurosys21/results/JARs/SafeHomeFramework/"
+        "SafeHomeFramework.jar\n"
+    )
+    assert failed(judged("safehome_eurosys21", jar)) == ["main_class_loaded_from_the_build"]
+
+
+def run_experiment(task_id, workdir, log_dir):
+    """The task's machine side on this host as the verify_hidden role runs it on a machine: the
+    trusted busybox shell, a clean environment, a tools folder; then the verdict judged here."""
+    bb = toolkit.busybox()
+    tools = log_dir.parent / f"{log_dir.name}-tools"
+    scratch = log_dir.parent / f"{log_dir.name}-scratch"
+    for folder in (log_dir, tools, scratch):
+        folder.mkdir(parents=True)
+    (tools / "busybox").symlink_to(bb)
+    (tools / "sh").symlink_to(bb)
+    script = tools / "experiment.sh"
+    script.write_text(verification.machine_script(task_id))
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+        "WORKDIR": str(workdir),
+        "LOG_DIR": str(log_dir),
+        "SCRATCH": str(scratch),
+        "TOOLS": str(tools),
+    }
+    proc = subprocess.run(
+        [bb, "timeout", "300", bb, "sh", script], env=env, capture_output=True, timeout=330
+    )
+    assert proc.returncode == 0, (log_dir / "verifier_stdout.log").read_text()
+    return verification.verdict_from_logs(log_dir, 1.0, verification.load_checks(task_id))
+
+
+def test_wannier90_stub_printing_the_documented_result_fails(tmp_path):
+    # A cheating agent's wannier90.x: a script that writes the recorded example output for any
+    # input. The verifier runs it on its own input and on the example; both runs "succeed".
+    workdir = tmp_path / "wd"
+    example = workdir / "examples" / "example01"
+    example.mkdir(parents=True)
+    for name in ("gaas.amn", "gaas.mmn", "gaas.win"):
+        (example / name).write_text("! placeholder\n")
+    canned = STATES / "wannier90_jpcm20" / "pass" / "example01.wout"
+    stub = workdir / "wannier90.x"
+    stub.write_text(f'#!/bin/sh\ncp {canned} "$1.wout"\ntouch "$1.chk"\n')
+    stub.chmod(0o755)
+    verdict = run_experiment("wannier90_jpcm20", workdir, tmp_path / "logs")
+    assert verdict["passed"] is False
+    assert failed(verdict["layer2"]["checks"]) == ["binary_built", "hidden_input_omega_total"]
+
+
+def test_quantumespresso_pw_x_from_outside_the_checkout_fails(tmp_path):
+    # bin/pw.x a link to a program outside the workdir that prints a recorded output: the
+    # energies pass, the checks on the build do not.
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    fake = outside / "pw.x"
+    recorded = STATES / "quantumespresso_jpcm17" / "pass"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f"if grep -q si_verifier scf.in; then cat {recorded / 'hidden.out'}; "
+        f"else cat {recorded / 'scf.out'}; fi\n"
+    )
+    fake.chmod(0o755)
+    workdir = tmp_path / "wd"
+    (workdir / "bin").mkdir(parents=True)
+    (workdir / "pseudo").mkdir()
+    (workdir / "bin" / "pw.x").symlink_to(fake)
+    verdict = run_experiment("quantumespresso_jpcm17", workdir, tmp_path / "logs")
+    assert verdict["passed"] is False
+    assert failed(verdict["layer2"]["checks"]) == [
+        "binary_built_in_checkout",
+        "build_objects_in_checkout",
+    ]
+
+
+def test_safehome_untouched_checkout_fails_on_this_host(tmp_path):
+    # No compiled classes at all (java may or may not be on this host): nothing passes but the
+    # facts of the missing build.
+    workdir = tmp_path / "wd"
+    (workdir / "src" / "main" / "java" / "SafeHomeSimulator").mkdir(parents=True)
+    (workdir / "src" / "main" / "java" / "SafeHomeSimulator" / "SafeHomeSimulator.java").write_text(
+        "package SafeHomeSimulator;\n"
+    )
+    verdict = run_experiment("safehome_eurosys21", workdir, tmp_path / "logs")
+    assert verdict["passed"] is False
+    assert {"compiled_main_class", "simulator_exit_code", "e2e_gsv"} <= set(
+        failed(verdict["layer2"]["checks"])
+    )
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_verifier_parts(task_id):
+    assert verification.load_checks(task_id)
+    experiment = (REPO / "verifiers" / task_id / "experiment.sh").read_text()
+    assert "RUNBOOK" not in experiment.replace("RUNBOOK.MD is never read", "")
+    script = verification.machine_script(task_id)
+    subprocess.run([str(toolkit.busybox()), "sh", "-n", "-c", script], check=True)
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_recorded_states_are_small_text_files(task_id):
+    for path in (STATES / task_id).rglob("*"):
+        if path.is_file():
+            assert path.stat().st_size < 100_000, path
+            path.read_text(encoding="utf-8")
+            assert path.name != "processes_before_verify.txt", path
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_reference_role_parts(task_id):
+    role = REPO / "reference_setups" / task_id
+    for part in ("tasks/main.yml", "defaults/main.yml", "meta/main.yml", "meta/argument_specs.yml"):
+        assert (role / part).is_file(), part
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
+    assert all(name.startswith(f"{task_id}_") for name in defaults)
+    spec = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
+    options = spec["argument_specs"]["main"]["options"]
+    assert options[f"{task_id}_workdir"]["required"] is True
+    assert set(defaults) <= set(options)
+    for name, value in defaults.items():
+        assert options[name]["default"] == value, name
+    runbook = (role / "templates" / "RUNBOOK.MD.j2").read_text()
+    assert runbook.splitlines()[0] == "STATUS: SUCCESS"
+    tasks = yaml.safe_load((role / "tasks" / "main.yml").read_text())
+    for task in tasks:
+        if {"ansible.builtin.command", "ansible.builtin.shell"} & set(task):
+            assert "changed_when" in task or "creates" in str(task), task["name"]
+    # The paper's rule: no Docker in a reference setup.
+    text = (role / "tasks" / "main.yml").read_text()
+    assert not re.search(r"\bdocker\b", text, re.IGNORECASE)
