@@ -9,7 +9,8 @@ probe of the machine the agent left (roles/verify_hidden/tasks/machine_check.yml
   CHANGED <package> <path>          a file whose content differs from dpkg's checksum
   MISSING <package> <path>          a file of a package that is gone
   PRELOAD <line>                    a line of /etc/ld.so.preload
-  SHADOW <path> <command>           a file in /usr/local/{bin,sbin} named like a system command
+  SHADOW <path> <name>              a file in /usr/local/{bin,sbin} named like a system command,
+                                    or in /usr/local/lib[/<triplet>] like a system library
   UNSAFE <path> <why>               a folder the verifier is put under is not root's alone
   PROBE <what> <ok|broken> <detail> sudo, python3 and free disk of the machine the agent left
 

@@ -224,6 +224,8 @@ ATTACKS = {
     ),
     "changed_binary": _plant("/usr/bin/timeout", TIMEOUT_FORGER),
     "preload": "echo /lib/x86_64-linux-gnu/libc.so.6 | sudo tee /etc/ld.so.preload",
+    # A libc where the loader looks first (a copy here: the real one would be a fake).
+    "shadow_library": "sudo cp /lib/x86_64-linux-gnu/libc.so.6 /usr/local/lib/ && sudo ldconfig",
 }
 
 
@@ -269,6 +271,7 @@ def test_a_tampered_machine_fails_as_tampered(root_host, runs, tmp_path):
     assert evidence_of["shadow_bash"] == "SHADOW /usr/local/bin/bash bash"
     assert evidence_of["shadow_python3"] == "SHADOW /usr/local/bin/python3 python3"
     assert evidence_of["preload"].startswith("PRELOAD ")
+    assert evidence_of["shadow_library"] == "SHADOW /usr/local/lib/libc.so.6 libc.so.6"
     assert evidence_of["changed_binary"].startswith("CHANGED coreutils /")
     assert evidence_of["changed_binary"].endswith("bin/timeout")
 

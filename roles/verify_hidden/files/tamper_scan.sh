@@ -27,6 +27,7 @@ packages=$(awk '
 files=0
 npkg=0
 commands=""
+libraries=""
 for pkg in $packages; do
   list=""
   for f in "$db/info/$pkg.md5sums" "$db/info/$pkg:"*.md5sums; do
@@ -44,6 +45,8 @@ for pkg in $packages; do
     [ -f "$f" ] || continue
     commands="$commands
 $(sed -n 's#^\(/usr\)\{0,1\}/s\{0,1\}bin/\([^/]*\)$#\2#p' "$f")"
+    libraries="$libraries
+$(sed -n 's#^\(/usr\)\{0,1\}/lib\(/[^/]*-linux-gnu[^/]*\)\{0,1\}/\([^/]*\.so[^/]*\)$#\3#p' "$f")"
     break
   done
 done
@@ -62,6 +65,16 @@ for dir in /usr/local/bin /usr/local/sbin; do
     [ -e "$f" ] || [ -L "$f" ] || continue
     name=${f##*/}
     if printf '%s\n' "$commands" | grep -qxF -- "$name"; then echo "SHADOW $f $name"; fi
+  done
+done
+
+# A library of a checked package (libc.so.6 ...), shadowed in a folder the loader searches first.
+for dir in /usr/local/lib /usr/local/lib/*-linux-gnu*; do
+  [ -d "$dir" ] || continue
+  for f in "$dir"/*.so*; do
+    [ -e "$f" ] || [ -L "$f" ] || continue
+    name=${f##*/}
+    if printf '%s\n' "$libraries" | grep -qxF -- "$name"; then echo "SHADOW $f $name"; fi
   done
 done
 
