@@ -1,0 +1,68 @@
+# Layer 2 experiment of timemixer_iclr24 (hidden from the agent), after experiment_lib.sh.
+#
+# Runs the first block of scripts/long_term_forecast/ETT_script/TimeMixer_ETTh1_unify.sh
+# (ETTh1, seq_len 96, pred_len 96, d_model 16, 3 down-sampling layers) for one epoch with the
+# agent's environment ($WORKDIR/env/bin/python run.py), as the owner of WORKDIR, on an ETTh1 of
+# the verifier's own: the real file's header and 17,420 hourly rows from 2016-07-01, written here
+# by the trusted awk (daily and weekly load cycles, a yearly drift, noise), so the split sizes are
+# the real ones and nothing the agent prepared is read. The model id carries a fresh nonce, so
+# only the checkpoint, metrics and result line of this run are collected. checks.yaml judges them
+# on the controller. RUNBOOK.MD is never read.
+PY_ENV="$WORKDIR/env/bin/python"
+NONCE=$(head -c 8 /proc/sys/kernel/random/uuid)
+MODEL_ID="ETTh1_96_96_v$NONCE"
+DATA="$SCRATCH/ETT-small"
+mkdir -p "$DATA"
+
+# Busybox awk has no sin(): the cycles come from tables (one day in 24 steps, one week in 7).
+TZ=UTC0 awk 'BEGIN {
+  split("0 26 50 71 87 97 100 97 87 71 50 26 0 -26 -50 -71 -87 -97 -100 -97 -87 -71 -50 -26", day, " ")
+  split("4 6 5 7 3 -10 -15", week, " ")
+  split("5.8 2.1 3.9 1.1 2.9 1.3", level, " ")
+  split("3.2 0.9 2.4 0.5 1.3 0.5", swing, " ")
+  srand(424242)
+  print "date,HUFL,HULL,MUFL,MULL,LUFL,LULL,OT"
+  for (i = 0; i < 17420; i++) {
+    y = (i % 8760) / 4380; if (y > 1) y = 2 - y
+    line = strftime("%Y-%m-%d %H:%M:%S", 1467331200 + 3600 * i)
+    for (c = 1; c <= 6; c++) {
+      v[c] = level[c] + swing[c] * day[(i + 4 * c) % 24 + 1] / 100 + swing[c] * week[int(i / 24) % 7 + 1] / 40 + 1.5 * y + (rand() - 0.5) * 0.4 * swing[c]
+      line = line sprintf(",%.3f", v[c])
+    }
+    print line sprintf(",%.3f", 8 + 18 * y + 0.9 * v[1] + (rand() - 0.5) * 1.5)
+  }
+}' >"$DATA/ETTh1.csv"
+chown -R "$OWNER" "$DATA"
+head -3 "$DATA/ETTh1.csv" >"$LOG_DIR/data_head.txt"
+wc -l <"$DATA/ETTh1.csv" >>"$LOG_DIR/data_head.txt"
+
+{
+  echo "== environment: $PY_ENV"
+  cd "$WORKDIR" && rc_of environment as_owner "$PY_ENV" -c 'import sys, numpy, pandas, sklearn, torch; from sktime.datasets import load_from_tsfile_to_dataframe; print(sys.version.split()[0], "numpy", numpy.__version__, "pandas", pandas.__version__, "torch", torch.__version__)'
+  echo "exit code: $(cat "$LOG_DIR/environment.rc")"
+} >"$LOG_DIR/01_environment.log" 2>&1
+
+{
+  echo "== experiment: env/bin/python -u run.py (TimeMixer_ETTh1_unify.sh, first block) --model_id $MODEL_ID --root_path <verifier ETTh1> --train_epochs 1 --num_workers 0"
+  cd "$WORKDIR" && rc_of run as_owner timeout 1500 "$PY_ENV" -u run.py --task_name long_term_forecast \
+    --is_training 1 --root_path "$DATA/" --data_path ETTh1.csv --model_id "$MODEL_ID" \
+    --model TimeMixer --data ETTh1 --features M --seq_len 96 --label_len 0 --pred_len 96 \
+    --e_layers 2 --enc_in 7 --c_out 7 --des Exp --itr 1 --d_model 16 --d_ff 32 \
+    --learning_rate 0.01 --train_epochs 1 --patience 10 --batch_size 128 \
+    --down_sampling_layers 3 --down_sampling_method avg --down_sampling_window 2 \
+    --num_workers 0 >"$SCRATCH/run.out" 2>&1
+  collect "$SCRATCH/run.out" run_output.txt
+  tail -c 20000 "$SCRATCH/run.out"
+  echo "exit code: $(cat "$LOG_DIR/run.rc")"
+} >"$LOG_DIR/02_experiment.log" 2>&1
+
+# What this run (its nonce) wrote: the entry appended to result_long_term_forecast.txt, the
+# checkpoint and the metrics array (size and .npy magic; the bytes stay on the machine).
+grep -A 1 "^long_term_forecast_${MODEL_ID}_" "$WORKDIR/result_long_term_forecast.txt" >"$LOG_DIR/result_entry.txt" 2>&1
+{
+  for f in "$WORKDIR"/checkpoints/long_term_forecast_"${MODEL_ID}"_*/checkpoint.pth \
+    "$WORKDIR"/results/long_term_forecast_"${MODEL_ID}"_*/metrics.npy; do
+    [ -f "$f" ] && [ ! -L "$f" ] || continue
+    echo "$(basename "$f") size $(stat -c %s "$f") magic $(head -c 6 "$f" | od -An -tx1 | tr -d ' \n')"
+  done
+} >"$LOG_DIR/artifacts.txt" 2>&1
