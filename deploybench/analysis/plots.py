@@ -1,7 +1,7 @@
 """The report's plots as inline SVG written here, so the page needs nothing from the network
-and every label has a place of its own: horizontal bars, one row per bar, the group's name in a
-left column, the bar's count or share written after its end, and the legend outside the plot
-(in the page, above it). Our bars are coloured by agent; the paper's are grey and hatched.
+and every label has a place of its own: horizontal bars, one row per bar, the group's name on
+a row above its bars, the bar's count or share written after its end, and the legend outside
+the plot (in the page, above it). Our bars are coloured by agent; the paper's are grey and hatched.
 
 A bar over no attempts is drawn as a dashed empty frame reading "no attempts", never as a bar
 of length 0: a 0% bar (a dark stub at the axis with its count, "0% (0/3)") means something else.
@@ -39,8 +39,9 @@ FONT = 11  # px
 CHAR = 7.0  # px per character, a little wider than the widest of the usual sans fonts
 ROW = 18  # px per bar
 GAP = 7  # px between groups
-WIDTH = 640  # px, the plot's natural width (it shrinks to the page on a narrow screen)
-NAME_CHARS = 28  # a group name longer than this wraps onto the group's next rows
+WIDTH = 420  # px, the plot's natural width (a phone shows it at about 0.8)
+MIN_TRACK = 200  # px, the bars' room at the least
+NAME_CHARS = 60  # a longer name or title wraps
 NO_ATTEMPTS = "no attempts"
 
 
@@ -94,7 +95,7 @@ def _wrap(name: str, chars: int = NAME_CHARS) -> list[str]:
         else:
             line = f"{line} {word}" if line else word
     lines.append(line)
-    # a single word longer than the column is cut, its full text kept in the <title>
+    # a single word longer than a line is cut, its full text kept in the <title>
     return [ln if len(ln) <= chars else ln[: chars - 1] + "…" for ln in lines]
 
 
@@ -116,14 +117,15 @@ def _tick(value: float, unit: str) -> str:
 
 
 def render_svg(key: str, panels: list[Panel], legend: list[tuple[str, str, bool]]) -> str:
+    """One SVG of panels stacked top to bottom. In a panel, each group's name has a row of its
+    own with the group's bars under it, so the plot stays narrow enough for a phone."""
     colours = {name: (colour, hatched) for name, colour, hatched in legend}
-    names = [ln for p in panels for g in p.groups for ln in _wrap(g.name)]
     texts = [b.text for p in panels for g in p.groups for b in g.bars]
     texts += [b.mark for p in panels for g in p.groups for b in g.bars if b.value is None]
-    name_w = max(map(_width, names), default=0) + 12
     value_w = max(map(_width, texts), default=0) + 12
-    width = max(WIDTH, name_w + value_w + 220)
-    track = width - name_w - value_w
+    width = max(WIDTH, value_w + MIN_TRACK)
+    track = width - value_w
+    chars = int(width / CHAR)
     hatch = f"hatch-{key}"
     out = [
         f'<defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse" '
@@ -137,50 +139,47 @@ def render_svg(key: str, panels: list[Panel], legend: list[tuple[str, str, bool]
 
     y = 0.0
     for panel in panels:
-        out.append(
-            f'<text class="panel-title" x="0" y="{y + 14:.0f}" font-weight="bold">'
-            f"{_esc(panel.title)}</text>"
-        )
-        y += 24
-        if panel.note:
+        for line in _wrap(panel.title, chars):
             out.append(
-                f'<text class="note" x="0" y="{y + 11:.0f}" font-style="italic" fill="#555">'
-                f"{_esc(panel.note)}</text>"
+                f'<text class="panel-title" x="0" y="{y + 14:.0f}" font-weight="bold">'
+                f"{_esc(line)}</text>"
             )
-            y += 20
-        top_y = y
-        body = []
+            y += ROW
+        y += 4
+        for line in _wrap(panel.note, chars) if panel.note else []:
+            out.append(
+                f'<text class="note" x="0" y="{y + 12:.0f}" font-style="italic" fill="#555">'
+                f"{_esc(line)}</text>"
+            )
+            y += ROW
         for group in panel.groups:
-            lines = _wrap(group.name)
-            rows = max(len(group.bars), len(lines), 1)
-            body.append(f'<g class="group"><title>{_esc(group.name)}</title>')
-            for j, line in enumerate(lines):
-                body.append(
-                    f'<text class="name" x="0" y="{y + j * ROW + 13:.0f}">{_esc(line)}</text>'
+            out.append(f'<g class="group"><title>{_esc(group.name)}</title>')
+            for line in _wrap(group.name, chars):
+                out.append(f'<text class="name" x="0" y="{y + 13:.0f}">{_esc(line)}</text>')
+                y += ROW
+            # light grid lines behind the group's bars (quarters of the axis)
+            for k in range(5):
+                x = track * k / 4
+                out.append(
+                    f'<line x1="{x + 0.5:.1f}" y1="{y:.0f}" x2="{x + 0.5:.1f}" '
+                    f'y2="{y + len(group.bars) * ROW:.0f}" '
+                    f'stroke="{"#999" if k == 0 else "#e3e3e3"}" stroke-width="1"/>'
                 )
-            for i, bar in enumerate(group.bars):
-                body.append(_bar(bar, name_w, y + i * ROW, track, panel.top, fill))
-            body.append("</g>")
-            y += rows * ROW + GAP
-        # light grid lines and the axis' tick labels, under the last group
-        grid = []
-        for k in range(5):
-            x = name_w + track * k / 4
-            grid.append(
-                f'<line x1="{x:.1f}" y1="{top_y:.0f}" x2="{x:.1f}" y2="{y - GAP + 2:.0f}" '
-                f'stroke="{"#999" if k == 0 else "#e3e3e3"}" stroke-width="1"/>'
-            )
+            for bar in group.bars:
+                out.append(_bar(bar, 0.5, y, track, panel.top, fill))
+                y += ROW
+            out.append("</g>")
+            y += GAP
+        for k in range(5):  # the axis' tick labels, under the last group
             anchor = "start" if k == 0 else "end" if k == 4 else "middle"
-            body.append(
-                f'<text class="tick" x="{x:.1f}" y="{y + 10:.0f}" text-anchor="{anchor}" '
-                f'fill="#666">{_tick(panel.top * k / 4, panel.unit)}</text>'
+            out.append(
+                f'<text class="tick" x="{track * k / 4 + 0.5:.1f}" y="{y + 8:.0f}" '
+                f'text-anchor="{anchor}" fill="#666">{_tick(panel.top * k / 4, panel.unit)}</text>'
             )
-        out += grid + body
-        y += 28
-    height = y
+        y += 30
     return (
         f'<svg class="plot" data-plot="{key}" role="img" xmlns="http://www.w3.org/2000/svg" '
-        f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'width="{width:.0f}" height="{y:.0f}" viewBox="0 0 {width:.0f} {y:.0f}" '
         f'style="max-width: {width:.0f}px" '
         f'font-size="{FONT}" font-family="Helvetica, Arial, sans-serif">' + "".join(out) + "</svg>"
     )
