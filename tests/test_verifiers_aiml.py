@@ -1,0 +1,125 @@
+"""Verifiers of the AI/ML tasks timemixer_iclr24, maml_icml17_cpu and hyena_icml23: their checks
+judged on recorded final states (tests/fixtures/verifier_states/<id>/<state>/, each with a
+README.md saying how it was made), cheats made from the recorded pass states, and the shape of
+their reference roles."""
+
+import shutil
+
+import pytest
+import yaml
+
+from deploybench import checks, verification
+from tests.conftest import REPO
+
+TASKS = ["timemixer_iclr24", "maml_icml17_cpu"]
+STATES = REPO / "tests" / "fixtures" / "verifier_states"
+FAILING = ["untouched", "shallow"]
+
+
+def judged(task_id, folder):
+    return checks.judge_all(verification.load_checks(task_id), folder)
+
+
+def failed(results):
+    return sorted(r["name"] for r in results if not r["passed"])
+
+
+def verdict(task_id, folder):
+    return verification.verdict_from_logs(folder, 1.0, verification.load_checks(task_id))
+
+
+def copy_state(task_id, state, dest):
+    shutil.copytree(STATES / task_id / state, dest)
+    return dest
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path.name}"
+    path.write_text(text.replace(old, new))
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_recorded_pass_state_passes_both_layers(task_id):
+    folder = STATES / task_id / "pass"
+    assert (folder / "README.md").is_file()
+    result = verdict(task_id, folder)
+    assert result["passed"] is True, failed(result["layer2"]["checks"]) or result["layer1"]
+
+
+@pytest.mark.parametrize("state", FAILING)
+@pytest.mark.parametrize("task_id", TASKS)
+def test_recorded_failing_states_fail(task_id, state):
+    folder = STATES / task_id / state
+    assert (folder / "README.md").is_file(), f"{folder} says nowhere how it was made"
+    result = verdict(task_id, folder)
+    assert result["passed"] is False
+    assert result["layer2"]["passed"] is False
+
+
+# What a verifier cut down to "the experiment's entry point ran" would still ask: the environment
+# answered (its python exists and imports the framework).
+ENTRY_POINT_RAN = {"name": "entry_point", "kind": "value", "pattern": r"^(\d+)$", "equals": 0}
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_checks_weakened_to_the_entry_point_pass_the_shallow_state(task_id):
+    # The shallow states have a working environment: a verifier cut down to "it imports" would
+    # pass them, and test_recorded_failing_states_fail would catch that.
+    weak = [{**ENTRY_POINT_RAN, "file": "environment.rc"}]
+    assert all(r["passed"] for r in checks.judge_all(weak, STATES / task_id / "shallow"))
+    assert all(r["passed"] for r in checks.judge_all(weak, STATES / task_id / "pass"))
+
+
+def test_maml_judges_adaptation_and_checkpoints(tmp_path):
+    # A test pass whose loss after ten steps is an untrained network's (4.17 measured here), a
+    # run that stopped before its last checkpoint, and a NaN loss each fail alone.
+    untrained = copy_state("maml_icml17_cpu", "pass", tmp_path / "untrained")
+    # csv.writer ends its rows with CRLF; the checks must read them as written.
+    lines = (untrained / "test_losses.csv").read_bytes().decode().split("\r\n")
+    means = lines[1].split(",")
+    lines[1] = ",".join([*means[:10], "4.168385"])
+    (untrained / "test_losses.csv").write_bytes("\r\n".join(lines).encode())
+    assert failed(judged("maml_icml17_cpu", untrained)) == ["test_post_update_loss"]
+    short = copy_state("maml_icml17_cpu", "pass", tmp_path / "short")
+    edit(short / "checkpoints.txt", "model1999.", "model1000.")
+    assert failed(judged("maml_icml17_cpu", short)) == [
+        "checkpoint_data_written",
+        "checkpoint_written",
+    ]
+    nan = copy_state("maml_icml17_cpu", "pass", tmp_path / "nan")
+    text = (nan / "train_output.txt").read_text()
+    line = next(x for x in text.splitlines() if x.startswith("Iteration 1000: "))
+    edit(nan / "train_output.txt", line, line.rsplit(", ", 1)[0] + ", nan")
+    assert failed(judged("maml_icml17_cpu", nan)) == ["iteration_1000_post_update_loss"]
+
+
+def test_maml_shallow_state_fails_on_the_unported_code():
+    assert failed(judged("maml_icml17_cpu", STATES / "maml_icml17_cpu" / "shallow")) == [
+        "checkpoint_data_written",
+        "checkpoint_written",
+        "iteration_1000_post_update_loss",
+        "iteration_1000_pre_update_loss",
+        "test_exit_code",
+        "test_post_update_loss",
+        "test_pre_update_loss",
+        "train_exit_code",
+        "training_started",
+    ]
+
+
+@pytest.mark.parametrize("task_id", [*TASKS, "hyena_icml23"])
+def test_reference_role_shape(task_id):
+    role = REPO / "reference_setups" / task_id
+    for part in ("tasks/main.yml", "defaults/main.yml", "meta/main.yml", "meta/argument_specs.yml"):
+        assert (role / part).is_file(), part
+    assert (role / "templates" / "RUNBOOK.MD.j2").read_text().startswith("STATUS: SUCCESS\n")
+    specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
+    options = specs["argument_specs"]["main"]["options"]
+    assert options[f"{task_id}_workdir"]["required"] is True
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
+    assert set(defaults) <= set(options), set(defaults) - set(options)
+    assert all(name.startswith(f"{task_id}_") for name in defaults)
+    for task in yaml.safe_load((role / "tasks" / "main.yml").read_text()):
+        if "ansible.builtin.command" in task:
+            assert "changed_when" in task or "creates" in task["ansible.builtin.command"], task
