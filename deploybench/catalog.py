@@ -124,6 +124,14 @@ def task_problems(path: Path, tasks_dir: Path | None = None, full: bool = True) 
         part = verifier / name
         if verifier.is_dir() and not part.is_file():
             problems.append(f"{where}: verifier incomplete: {_display(part, root)} does not exist")
+    if (verifier / "checks.yaml").is_file():
+        # Refused before any machine is made, not when the agent has already run.
+        from deploybench import checks
+
+        try:
+            checks.load(verifier / "checks.yaml")
+        except DeployBenchError as exc:
+            problems.append(str(exc).replace(str(root) + "/", ""))
     if data.get("demo") is True:
         problems += _demo_problems(data, where, root)
     return problems

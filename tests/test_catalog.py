@@ -80,7 +80,9 @@ def make_tree(tmp_path, tasks=(GOOD,), with_setups=True):
             (tmp_path / "reference_setups" / task["id"]).mkdir(parents=True)
             (tmp_path / "verifiers" / task["id"]).mkdir(parents=True)
             (tmp_path / "verifiers" / task["id"] / "experiment.sh").write_text("true\n")
-            (tmp_path / "verifiers" / task["id"] / "checks.yaml").write_text("checks: []\n")
+            (tmp_path / "verifiers" / task["id"] / "checks.yaml").write_text(
+                "checks:\n  - {name: ran, kind: exists, file: out.txt}\n"
+            )
     return tasks_dir
 
 

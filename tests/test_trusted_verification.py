@@ -356,3 +356,15 @@ def test_the_report_counts_tampered_and_broken_machines():
     assert frame.loc["Machine broken by the agent", "a n"] == 1
     assert frame.loc["Layer 1 total", "a n"] == 1
     assert frame.loc["failed attempts", "a n"] == 3
+
+
+def test_a_task_whose_checks_do_not_validate_is_refused_before_any_machine(tmp_path):
+    from deploybench import catalog
+    from tests.test_catalog import GOOD, make_tree
+
+    tasks_dir = make_tree(tmp_path)
+    spec = tmp_path / "verifiers" / GOOD["id"] / "checks.yaml"
+    assert catalog.validate_all(tasks_dir) == []
+    spec.write_text("checks:\n  - {name: m, kind: value, file: m.json, json: acc}\n")
+    (problem,) = catalog.validate_all(tasks_dir)
+    assert problem.startswith(f"verifiers/{GOOD['id']}/checks.yaml: field checks/0")
