@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -88,17 +89,34 @@ def objects_of(gitdir: Path, commit: str) -> tuple[list[str], list[str]]:
 
 
 def copy_objects(src: Path, dest: Path, commit: str) -> None:
-    """Copy exactly one commit's objects from repository src into dest, as one pack."""
+    """Copy exactly one commit's objects from repository src into dest, as one pack streamed
+    from pack-objects into index-pack (a large tree never sits in memory)."""
     present, _ = objects_of(src, commit)
-    pack = subprocess.run(
-        ["git", f"--git-dir={src}", "pack-objects", "--stdout", "-q"],
-        input=("\n".join(present) + "\n").encode(),
-        capture_output=True,
-        env=_git_env(),
-    )
-    if pack.returncode != 0:
-        raise DeployBenchError(f"git pack-objects in {src} failed: {pack.stderr.decode()[-200:]}")
-    git(dest, "index-pack", "--stdin", "--fix-thin", input=pack.stdout)
+    with tempfile.TemporaryFile() as wanted, tempfile.TemporaryFile() as errors:
+        wanted.write(("\n".join(present) + "\n").encode())
+        wanted.seek(0)
+        packer = subprocess.Popen(
+            ["git", f"--git-dir={src}", "pack-objects", "--stdout", "-q"],
+            stdin=wanted,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            env=_git_env(),
+        )
+        indexer = subprocess.run(
+            ["git", f"--git-dir={dest}", "index-pack", "--stdin", "--fix-thin"],
+            stdin=packer.stdout,
+            capture_output=True,
+            env=_git_env(),
+        )
+        assert packer.stdout is not None
+        packer.stdout.close()
+        if packer.wait() != 0:
+            errors.seek(0)
+            last = errors.read().decode(errors="replace").strip()[-200:]
+            raise DeployBenchError(f"git pack-objects in {src} failed: {last}")
+    if indexer.returncode != 0:
+        last = indexer.stderr.decode(errors="replace").strip()[-200:]
+        raise DeployBenchError(f"git index-pack into {dest} failed: {last}")
 
 
 def pin(gitdir: Path, commit: str) -> None:
