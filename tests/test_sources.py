@@ -284,6 +284,10 @@ def test_missing_file_is_recorded_and_needed_file_stops(upstream, tasks_dir, sta
     assert stopped["needed_missing"] == ["data/big.bin"] and stopped["stopped"]
     with pytest.raises(DeployBenchError, match="needed_files"):
         sources.ensure(load_tasks(tasks_dir), mirror)
+    env = {"DEPLOYBENCH_REPO": str(checkout_with(tmp_path, tasks_dir))}
+    proc = run_cli("sources", "sync", "--source-mirror", mirror, env=env, check=False)
+    assert proc.returncode == 2
+    assert "error: app_test24: the source lacks 1 file(s) the task needs" in proc.stderr
 
 
 def test_paper_pdf_from_the_mirror_is_staged(upstream, tasks_dir, state_home, tmp_path):

@@ -98,6 +98,10 @@ def sync(tasks: str | None, source_mirror: Path | None) -> None:
                 f"{task_id}: ... and {len(missing) - SHOWN_MISSING} more missing files "
                 f"(every one: deploybench sources list --json; staging.json of each attempt)"
             )
+    for task_id, r in records.items():
+        needed = sources.needed_missing(chosen[task_id], sources.all_missing(r))
+        if needed:  # cached, but it cannot be staged: a run of it would be refused
+            problems.append(f"{task_id}: {sources.needed_message(needed)}")
     for line in problems:
         click.echo(f"deploybench: error: {line}", err=True)
     if problems:
