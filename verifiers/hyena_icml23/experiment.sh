@@ -1,0 +1,50 @@
+# Layer 2 experiment of hyena_icml23 (hidden from the agent), after experiment_lib.sh.
+#
+# Runs the quick Hyena associative-recall synthetic of experiments.md (vocabulary 10, sequence
+# length 256, 2,000 training and 200 test examples, 10 epochs) with the agent's environment
+# ($WORKDIR/env/bin/python -m train), as the owner of WORKDIR, ON THE GPU: trainer.accelerator=gpu
+# is passed explicitly, so an environment that only runs on the CPU fails here. While it trains,
+# nvidia-smi's list of compute processes is sampled every 2 s. The Hydra run folder is a fresh one
+# in SCRATCH, so only this run's checkpoints are seen. checks.yaml judges the collected files on
+# the controller (a GPU task passes only with GPU evidence). RUNBOOK.MD is never read.
+PY_ENV="$WORKDIR/env/bin/python"
+RUN_DIR="$SCRATCH/run"
+NVSMI_PATH=$SYSTEM_PATH
+
+{
+  echo "== environment: $PY_ENV"
+  cd "$WORKDIR" && rc_of environment as_owner "$PY_ENV" -c 'import sys, torch, torchvision, torchtext, pytorch_lightning, hydra; print(sys.version.split()[0], "torch", torch.__version__, "lightning", pytorch_lightning.__version__); print("cuda_available", torch.cuda.is_available()); print("device", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")' >"$SCRATCH/env.out" 2>&1
+  cat "$SCRATCH/env.out"
+  echo "exit code: $(cat "$LOG_DIR/environment.rc")"
+} >"$LOG_DIR/01_environment.log" 2>&1
+collect "$SCRATCH/env.out" torch_device.txt
+# Only nvidia-smi's standard output is kept: a missing nvidia-smi leaves these files empty.
+PATH=$NVSMI_PATH timeout 30 nvidia-smi -L >"$LOG_DIR/gpus.txt" 2>/dev/null
+
+: >"$SCRATCH/gpu_apps.txt"
+sample_gpu() {
+  while :; do
+    PATH=$NVSMI_PATH timeout 10 nvidia-smi --query-compute-apps=pid,process_name,used_memory \
+      --format=csv,noheader >>"$SCRATCH/gpu_apps.txt" 2>/dev/null
+    sleep 2
+  done
+}
+sample_gpu &
+SAMPLER=$!
+
+{
+  echo "== experiment: env/bin/python -m train experiment=synthetics/associative_recall/hyena-131k-30vs (quick form) trainer.accelerator=gpu wandb=null"
+  cd "$WORKDIR" && rc_of train as_owner timeout 1500 "$PY_ENV" -m train \
+    experiment=synthetics/associative_recall/hyena-131k-30vs \
+    dataset.input_seq_len=256 dataset.vocab_size=10 dataset.num_examples=2000 \
+    dataset.num_test_examples=200 trainer.max_epochs=10 trainer.accelerator=gpu \
+    trainer.devices=1 wandb=null "hydra.run.dir=$RUN_DIR" >"$SCRATCH/train.out" 2>&1
+  collect "$SCRATCH/train.out" train_output.txt
+  tail -c 20000 "$SCRATCH/train.out"
+  echo "exit code: $(cat "$LOG_DIR/train.rc")"
+} >"$LOG_DIR/02_experiment.log" 2>&1
+
+kill "$SAMPLER" 2>/dev/null
+wait "$SAMPLER" 2>/dev/null
+collect "$SCRATCH/gpu_apps.txt" gpu_apps.txt
+(cd "$RUN_DIR" 2>/dev/null && find checkpoints -type f -exec ls -l {} \;) >"$LOG_DIR/checkpoints.txt" 2>&1
