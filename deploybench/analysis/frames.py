@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -164,7 +165,9 @@ def _recovery(events: pd.DataFrame) -> pd.DataFrame:
     paths = [p if isinstance(p, str) else None for p in sub["path"].tolist()]
     softs = [bool(v) for v in sub["soft_timeout"].tolist()]
     kinds = sub["kind"].tolist()
-    actions = list(map(recovery.Action._make, zip(kinds, cmds, codes, softs, paths, strict=True)))
+    # tuple.__new__ is what Action._make calls, without its Python-level wrapper
+    make = partial(tuple.__new__, recovery.Action)
+    actions = list(map(make, zip(kinds, cmds, codes, softs, paths, strict=True)))
     bounds = np.flatnonzero(np.diff(a_col)) + 1
     starts = np.concatenate([[0], bounds]).tolist()
     ends = np.concatenate([bounds, [len(a_col)]]).tolist()

@@ -73,11 +73,17 @@ def html_table(frame: pd.DataFrame, paper_columns: int = 0) -> str:
     body = []
     for name, row in frame.iterrows():
         cells = "".join(
-            f"<td{' class=paper' if i >= first_paper else ''}>{html.escape(str(v))}</td>"
+            f"<td{_cell_class(i >= first_paper, str(v))}>{html.escape(str(v))}</td>"
             for i, v in enumerate(row)
         )
         body.append(f"<tr><th>{html.escape(str(name))}</th>{cells}</tr>")
     return f"<table><thead><tr><th></th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _cell_class(paper: bool, text: str) -> str:
+    # prose (the phase taxonomy's definitions) reads left-aligned and may wrap; figures do not
+    classes = ["paper"] * paper + ["text"] * (len(text) > 30 and " " in text)
+    return f' class="{" ".join(classes)}"' if classes else ""
 
 
 def write_csvs(tables: list[Table], out: Path) -> list[Path]:
