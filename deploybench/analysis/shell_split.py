@@ -5,9 +5,11 @@ backticks, `( )` subshells, `{ }` groups, `for/while/if` bodies or heredoc bodie
 (`a | b`) is ONE sub-command: pipes do not split, and neither does a lone `&` (background).
 A heredoc body stays with the sub-command that opens it.
 
-bashlex parses most of bash and is used first; it rejects some real input (e.g. `&&` inside
-`$( )` in 0.18), and then our own small tokenizer below gives the split. Both are tested on the
-same cases. Results are cached: agents repeat the same commands many times."""
+A plain list (no quoting, expansion, grouping, heredoc, escape, comment or keyword) is cut at
+its separators directly. Otherwise bashlex parses most of bash and is used first; it rejects
+some real input (e.g. `&&` inside `$( )` in 0.18), and then our own small tokenizer below gives
+the split. All three are tested on the same cases. Results are cached: agents repeat the same
+commands many times."""
 
 from __future__ import annotations
 
@@ -19,6 +21,14 @@ import bashlex
 SPLIT_OPERATORS = {"&&", "||", ";"}
 # Nothing to split when none of these appear: the fast path for most commands.
 _SPECIAL = re.compile(r"[;&|\n]")
+# A plain list: no quote, expansion, subshell, group, test bracket, heredoc or input redirect,
+# escape, comment, `;;` or compound-command keyword. Its separators are all top-level, so
+# cutting at them gives bashlex's split without a parse (the report's dearest step per command).
+_NOT_PLAIN = re.compile(
+    r"""['"`$(){}\[\]<\\#\r]|;;"""
+    r"|\b(?:for|while|until|select|if|then|elif|else|fi|case|esac|do|done|function)\b"
+)
+_SEPARATOR = re.compile(r"&&|\|\||;|\n")
 
 
 @lru_cache(maxsize=200_000)
@@ -29,12 +39,19 @@ def split_subcommands(command: str | None) -> tuple[str, ...]:
     text = command.strip()
     if not _SPECIAL.search(text):
         return (text,)
+    if not _NOT_PLAIN.search(text):
+        return tuple(split_plain(text)) or (text,)
     try:
         parts = _split_bashlex(text)
     except Exception:  # bashlex raises several types (ParsingError, NotImplementedError, ...)
         parts = split_fallback(text)
     # A comment-only line is still something the agent sent; keep it as one sub-command.
     return tuple(parts) if parts else (text,)
+
+
+def split_plain(text: str) -> list[str]:
+    """The split of a plain list (see _NOT_PLAIN): at every `&&`, `||`, `;` and newline."""
+    return [p.strip() for p in _SEPARATOR.split(text) if p.strip()]
 
 
 def _split_bashlex(text: str) -> list[str]:

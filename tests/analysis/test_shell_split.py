@@ -4,7 +4,13 @@ give the same split on the cases docs/measurements.md names."""
 import bashlex
 import pytest
 
-from deploybench.analysis.shell_split import split_fallback, split_subcommands
+from deploybench.analysis.shell_split import (
+    _NOT_PLAIN,
+    _split_bashlex,
+    split_fallback,
+    split_plain,
+    split_subcommands,
+)
 
 CASES = [
     ("a && b || c; d", ["a", "b", "c", "d"]),
@@ -60,3 +66,33 @@ def test_empty_and_comment():
 
 def test_escaped_separator_does_not_split():
     assert split_fallback(r"echo a\;b && c") == [r"echo a\;b", "c"]
+
+
+PLAIN = [
+    "a && b || c; d",
+    "git status && git log --oneline | head -5",
+    "sudo apt-get update && sudo apt-get install -y cmake",
+    "make 2>&1 | tail -3 && ./bin/run > out.log 2>&1",
+    "nohup ./server & sleep 1; curl -s localhost:8080/health",
+    "cd build && make clean && make",
+    "make -j4\nmake install",
+    "a &&\n  b",
+    "ls ;",
+    "uname -a; df -h",
+    "env/bin/pip install torch==2.0.1 || env/bin/pip install torch",
+]
+
+
+@pytest.mark.parametrize("command", PLAIN)
+def test_plain_lists_split_as_bashlex_does(command):
+    # a plain list skips the parse: the same split, by construction, checked here
+    assert not _NOT_PLAIN.search(command)
+    assert split_plain(command) == _split_bashlex(command) == list(split_subcommands(command))
+
+
+@pytest.mark.parametrize(("command", "expected"), CASES)
+def test_what_is_not_plain_goes_to_the_parser(command, expected):
+    # every case above that needs a parser (quotes, $( ), subshells, heredocs, loops) is kept
+    # from the plain path, which would cut it wrongly
+    if split_plain(command) != expected:
+        assert _NOT_PLAIN.search(command)
