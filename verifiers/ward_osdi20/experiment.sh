@@ -47,9 +47,9 @@ fi
 } >"$LOG_DIR/03_qemu.log" 2>&1
 
 collect "$SCRATCH/serial.log" serial.log
-# The CSV lebench printed (the shell prompt may precede its header), as ARTIFACT-README.md
-# step 4 saves it, and the getpid row's columns.
-tr -d '\r' <"$SCRATCH/serial.log" 2>/dev/null | sed -n 's/^.*\(Benchmark (ward),\)/\1/p; /^[a-z][a-z -]*, *[0-9]*, *[0-9]*, *[0-9]*,$/p' >"$SCRATCH/lebench-results.csv"
+# The CSV lebench printed, as ARTIFACT-README.md step 4 saves it (the interactive shell's
+# prompt, printed at the same time, may precede one of its lines), and the getpid row's columns.
+tr -d '\r' <"$SCRATCH/serial.log" 2>/dev/null | sed 's|^/ \$ ||' | sed -n 's/^.*\(Benchmark (ward),\)/\1/p; /^[a-z][a-z -]*, *[0-9]*, *[0-9]*, *[0-9]*,$/p' >"$SCRATCH/lebench-results.csv"
 collect "$SCRATCH/lebench-results.csv" lebench-results.csv
 awk -F', *' '$1 == "getpid" { printf "off %d\non %d\nfast %d\n", $2, $3, $4; if ($3 > 0) printf "fast_over_on %.6f\n", $4 / $3 }' \
   "$SCRATCH/lebench-results.csv" >"$LOG_DIR/getpid.txt" 2>&1
