@@ -113,10 +113,11 @@ def _events(cols: dict[str, list]) -> pd.DataFrame:
     )
 
 
-def _objects(values: list) -> np.ndarray:
+def _objects(values: list) -> pd.Series:
+    # object, not pandas' string type: None stays None, and nothing checks 200,000 cells
     out = np.empty(len(values), dtype=object)
     out[:] = values
-    return out
+    return pd.Series(out, dtype=object, copy=False)
 
 
 def _subcommands(commands: pd.DataFrame) -> pd.DataFrame:
@@ -185,10 +186,17 @@ def _recovery(events: pd.DataFrame) -> pd.DataFrame:
 
 def _completion(att, commands, runs: Runs, catalog) -> pd.Series:
     """'meaningful' / 'shallow' / 'none' for every attempt (the table reads self-stops)."""
-    by_attempt: dict[int, list[str]] = {}
-    for a, command in zip(commands["a"].tolist(), commands["command"].tolist(), strict=True):
-        if isinstance(command, str):
-            by_attempt.setdefault(a, []).append(command)
+    # An attempt's events are contiguous and in order (load reads them so): its commands are
+    # one slice of the list.
+    texts = commands[commands["command"].notna()]
+    attempt = texts["a"].to_numpy()
+    texts = texts["command"].tolist()
+    cuts = (np.flatnonzero(np.diff(attempt)) + 1).tolist()
+    by_attempt = {
+        int(attempt[start]): texts[start:end]
+        for start, end in zip([0, *cuts], [*cuts, len(texts)], strict=True)
+        if start < end
+    }
     base: dict[str, list[str]] = {}
     out = {}
     for a, task_id in att["task_id"].items():
