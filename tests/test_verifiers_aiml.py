@@ -108,6 +108,39 @@ def test_maml_shallow_state_fails_on_the_unported_code():
     ]
 
 
+def test_timemixer_judges_the_run_of_this_nonce_and_its_error(tmp_path):
+    # A diverged run (MSE above the series' variance), a train split of another size than
+    # ETTh1's, and artifacts of an earlier run (no entry under this run's nonce) each fail alone.
+    diverged = copy_state("timemixer_iclr24", "pass", tmp_path / "diverged")
+    edit(diverged / "run_output.txt", "mse:0.0499", "mse:1.0499")
+    assert failed(judged("timemixer_iclr24", diverged)) == ["test_mse"]
+    small = copy_state("timemixer_iclr24", "pass", tmp_path / "small")
+    edit(small / "run_output.txt", "train 8449", "train 849")
+    assert failed(judged("timemixer_iclr24", small)) == ["train_split"]
+    stale = copy_state("timemixer_iclr24", "pass", tmp_path / "stale")
+    (stale / "result_entry.txt").write_text("")
+    (stale / "artifacts.txt").write_text("")
+    assert failed(judged("timemixer_iclr24", stale)) == [
+        "checkpoint_written",
+        "metrics_written",
+        "result_entry",
+    ]
+
+
+def test_timemixer_shallow_state_fails_on_the_run():
+    assert failed(judged("timemixer_iclr24", STATES / "timemixer_iclr24" / "shallow")) == [
+        "checkpoint_written",
+        "epoch_steps",
+        "metrics_written",
+        "result_entry",
+        "run_exit_code",
+        "test_mae",
+        "test_mse",
+        "train_loss",
+        "train_split",
+    ]
+
+
 @pytest.mark.parametrize("task_id", [*TASKS, "hyena_icml23"])
 def test_reference_role_shape(task_id):
     role = REPO / "reference_setups" / task_id
