@@ -1,7 +1,6 @@
 """Layer 1 rules (verifiers/global/rules.yaml): every rule has a line it must match and one it
 must not; categories, priorities, evidence, verdicts and the contract-3 mapping."""
 
-
 import pytest
 
 from deploybench import contracts, verification
