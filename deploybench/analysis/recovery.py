@@ -80,9 +80,24 @@ def normalise(command: str) -> str:
     return " ".join(command.split())
 
 
-@lru_cache(maxsize=400_000)
+# (patterns, command) -> whether a pattern hits a sub-command. Keyed by the patterns' identity
+# (one tuple per rule, loaded once), the tuple kept beside its answers so that its id is never
+# reused: hashing the compiled patterns on every lookup cost more than the answer itself, at
+# hundreds of thousands of lookups per report.
+_SUB_HITS: dict[int, tuple[tuple[re.Pattern[str], ...], dict[str, bool]]] = {}
+
+
 def _any_sub(command: str, patterns: tuple[re.Pattern[str], ...]) -> bool:
-    return any(p.search(canonical(s)) for s in split_subcommands(command) for p in patterns)
+    hits = _SUB_HITS.get(id(patterns))
+    if hits is None:
+        hits = _SUB_HITS[id(patterns)] = (patterns, {})
+    hits = hits[1]
+    hit = hits.get(command)
+    if hit is None:
+        hit = hits[command] = any(
+            p.search(canonical(s)) for s in split_subcommands(command) for p in patterns
+        )
+    return hit
 
 
 @lru_cache(maxsize=200_000)
