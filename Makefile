@@ -41,7 +41,7 @@ destroy: install
 	$(DB) destroy
 
 validate-references: install
-	$(DB) validate-references $(if $(TASKS),--tasks $(TASKS),--demo)
+	$(DB) validate-references $(if $(TASKS),--tasks $(TASKS),--demo) $(if $(SOURCE_MIRROR),--source-mirror $(SOURCE_MIRROR))
 
 bench: install
 	$(VENV)/bin/python scripts/bench_local_machines.py

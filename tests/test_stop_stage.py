@@ -22,8 +22,9 @@ def _leftovers(text: str) -> list[str]:
 
 def test_end_agent_processes_in_a_pid_namespace(tmp_path):
     # The script itself, in a PID namespace of its own (so it may kill everything it sees):
-    # a binary named like sshd, a renamed argv[0], a double-forked daemon in its own session,
-    # and a process whose pid is reused are ended; what ran before the baseline is kept.
+    # a binary named like sshd, a renamed argv[0], a double-forked daemon in its own session
+    # and a process whose pid was in the baseline for another process (a reused pid: same
+    # number, other start time) are ended; what ran before the baseline is kept.
     script = tmp_path / "probe.sh"
     script.write_text(
         f"""set -u
@@ -34,6 +35,10 @@ cp /bin/sleep {tmp_path}/sshd-keepalive
 {tmp_path}/sshd-keepalive 4441 &
 ( exec -a 'sshd: root@notty' sleep 4442 ) &
 ( ( setsid sleep 4443 < /dev/null > /dev/null 2>&1 & ) & )
+sleep 4444 &
+reused=$!
+base=$(echo "$base" | python3 -c "import json,sys; b=json.load(sys.stdin); \
+b['processes'].append('$reused:1'); print(json.dumps(b))")
 sleep 0.3
 python3 {END} end "$base"
 echo "rc=$?"
@@ -51,7 +56,7 @@ ps -eo args
     assert "KEPT" in proc.stdout
     after = proc.stdout.split("KEPT", 1)[1]
     assert _leftovers(after) == [], after
-    assert proc.stdout.count("killed ") == 3, proc.stdout
+    assert proc.stdout.count("killed ") == 4, proc.stdout
 
 
 @pytest.mark.slow
@@ -72,6 +77,8 @@ def test_nothing_the_agent_starts_reaches_verification(root_host, runs, tmp_path
                         "(exec -a 'sshd: vm@notty' sleep 4442 < /dev/null > /dev/null 2>&1 &); "
                         "( ( setsid sleep 4443 < /dev/null > /dev/null 2>&1 & ) & ); "
                         "sudo setsid -f sleep 4444 < /dev/null > /dev/null 2>&1; "
+                        "sudo mkdir -p /etc/cron.d; "
+                        "echo '* * * * * root sleep 4446' | sudo tee /etc/cron.d/linger; "
                         "sleep 1; ps -eo pid,args"
                     ),
                 }
@@ -103,6 +110,9 @@ def test_nothing_the_agent_starts_reaches_verification(root_host, runs, tmp_path
     assert _leftovers(before_verify) == [], before_verify
     assert _leftovers((attempt / "state/processes_after_stop.txt").read_text()) == []
     assert json.loads((attempt / "stop.json").read_text())["killed_processes"] >= len(MARKS)
+    # A cron file the agent wrote would start it again: it is gone too.
+    assert "4446" in log
+    assert "/etc/cron.d/linger" not in (attempt / "state/changed_files.txt").read_text()
     assert not machine_processes(state_home), "a machine outlived its attempt"
 
 

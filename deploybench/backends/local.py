@@ -59,7 +59,7 @@ class LocalBackend(Backend):
     def sanity_check(self, request: MachineRequest | None = None) -> None:
         machine.require_root()
         terraform_binary()
-        for tool in ("unshare", "ssh-keygen"):
+        for tool in ("unshare", "systemd-nspawn", "ssh-keygen"):
             if shutil.which(tool) is None:
                 raise DeployBenchError(f"{tool} not found: the local backend needs it")
         if request is not None:

@@ -15,6 +15,7 @@ Prints one line per thing it ended."""
 import hashlib
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -66,15 +67,46 @@ def has_systemd() -> bool:
     return Path("/run/systemd/system").is_dir() and shutil.which("systemctl") is not None
 
 
-def units() -> list[str]:
-    if not has_systemd():
-        return []
+# Unit types that run or start something; scopes and slices are left alone (the harness's own
+# login is a new session scope), processes in them are ended by id like any other.
+UNIT_TYPES = (".service", ".socket", ".timer", ".path")
+HARNESS_UNITS = ("user@", "user-runtime-dir@")
+
+
+def _systemctl(*args: str) -> list[str]:
     out = subprocess.run(
-        ["systemctl", "list-units", "--all", "--plain", "--no-legend", "--no-pager"],
+        ["systemctl", *args, "list-units", "--all", "--plain", "--no-legend", "--no-pager"],
         capture_output=True,
         text=True,
+        timeout=60,
     ).stdout
     return sorted({line.split()[0] for line in out.splitlines() if line.strip()})
+
+
+def _user_managers() -> list[str]:
+    """Users with a running systemd user manager, whose units (systemctl --user) are theirs."""
+    names = []
+    for run_dir in sorted(Path("/run/user").glob("*")) if Path("/run/user").is_dir() else []:
+        if run_dir.name.isdigit() and (run_dir / "systemd/private").exists():
+            try:
+                names.append(pwd.getpwuid(int(run_dir.name)).pw_name)
+            except KeyError:
+                continue
+    return names
+
+
+def units() -> list[str]:
+    """System units, and each user manager's as "user@NAME:unit", of the types that run."""
+    if not has_systemd():
+        return []
+    found = [u for u in _systemctl() if u.endswith(UNIT_TYPES) and not u.startswith(HARNESS_UNITS)]
+    for user in _user_managers():
+        found += [
+            f"user@{user}:{u}"
+            for u in _systemctl("--user", f"--machine={user}@")
+            if u.endswith(UNIT_TYPES)
+        ]
+    return found
 
 
 def cron_files() -> dict[str, str]:
@@ -112,9 +144,15 @@ def end_scheduled(before: dict) -> list[str]:
     ended = []
     known = set(before.get("units", []))
     for unit in units():
-        if unit not in known and not unit.endswith((".device", ".mount", ".swap", ".slice")):
-            subprocess.run(["systemctl", "stop", unit], capture_output=True, timeout=60)
-            ended.append(f"stopped unit {unit}")
+        if unit in known:
+            continue
+        if unit.startswith("user@"):
+            user, name = unit[len("user@") :].split(":", 1)
+            command = ["systemctl", "--user", f"--machine={user}@", "stop", name]
+        else:
+            command = ["systemctl", "stop", unit]
+        subprocess.run(command, capture_output=True, timeout=60)
+        ended.append(f"stopped unit {unit}")
     old_cron = before.get("cron", {})
     for path, digest in cron_files().items():
         if old_cron.get(path) != digest:
