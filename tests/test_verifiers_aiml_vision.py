@@ -1,0 +1,163 @@
+"""Verifiers of the GPU vision / robotics AI/ML tasks (yolov7_cvpr23, ...): their checks judged
+on recorded final states (tests/fixtures/verifier_states/<id>/<state>/, each with a README.md
+saying how it was made; the pass states of these tasks are HAND-MADE from the repositories'
+documented output formats, since none of them can run on this machine: no NVIDIA GPU, weights on
+hosts it cannot reach), cheats made from the pass states, and the shape of their reference
+roles."""
+
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from deploybench import checks, verification
+from tests.conftest import REPO
+
+TASKS = ["yolov7_cvpr23"]
+STATES = REPO / "tests" / "fixtures" / "verifier_states"
+FAILING = ["untouched", "shallow"]
+# The tasks on which "checks weakened to the entry point exists" is tried: such a verifier would
+# pass their shallow states, so the real checks are what rejects them.
+WEAKENED_ON = {"yolov7_cvpr23": "detect_output.txt"}
+
+
+def judged(task_id, folder):
+    return checks.judge_all(verification.load_checks(task_id), folder)
+
+
+def failed(results):
+    return sorted(r["name"] for r in results if not r["passed"])
+
+
+def verdict(task_id, folder):
+    return verification.verdict_from_logs(folder, 1.0, verification.load_checks(task_id))
+
+
+def copy_state(task_id, state, dest):
+    shutil.copytree(STATES / task_id / state, dest)
+    return dest
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path.name}"
+    path.write_text(text.replace(old, new))
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_pass_state_passes_both_layers_and_says_it_is_hand_made(task_id):
+    folder = STATES / task_id / "pass"
+    assert "HAND-MADE" in (folder / "README.md").read_text()
+    result = verdict(task_id, folder)
+    assert result["passed"] is True, failed(result["layer2"]["checks"]) or result["layer1"]
+
+
+@pytest.mark.parametrize("state", FAILING)
+@pytest.mark.parametrize("task_id", TASKS)
+def test_failing_states_fail(task_id, state):
+    folder = STATES / task_id / state
+    assert (folder / "README.md").is_file(), f"{folder} says nowhere how it was made"
+    result = verdict(task_id, folder)
+    assert result["passed"] is False
+    assert result["layer2"]["passed"] is False
+    # Each fails for want of the GPU whatever else went wrong.
+    assert "gpu_used" in failed(result["layer2"]["checks"])
+
+
+@pytest.mark.parametrize("task_id", sorted(WEAKENED_ON))
+def test_checks_weakened_to_the_entry_point_pass_the_shallow_state(task_id):
+    # "The experiment's entry point exists": its output file was collected. The shallow states
+    # have that too, so a verifier cut down to it would pass them; the real checks fail them.
+    weak = [{"name": "entry_point", "kind": "exists", "file": WEAKENED_ON[task_id]}]
+    assert all(r["passed"] for r in checks.judge_all(weak, STATES / task_id / "shallow"))
+    assert all(r["passed"] for r in checks.judge_all(weak, STATES / task_id / "pass"))
+    assert failed(judged(task_id, STATES / task_id / "shallow"))
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_cpu_fallback_fails_on_the_gpu_evidence(task_id, tmp_path):
+    # The pass state with the GPU taken away: torch without CUDA, no nvidia-smi, no compute
+    # process. Whatever the run printed, the GPU checks fail it.
+    cpu = copy_state(task_id, "pass", tmp_path / "cpu")
+    edit(cpu / "torch_device.txt", "cuda_available True", "cuda_available False")
+    (cpu / "gpus.txt").write_text("")
+    (cpu / "gpu_apps.txt").write_text("")
+    assert {"cuda_available", "gpu_listed", "gpu_used"} <= set(failed(judged(task_id, cpu)))
+
+
+def test_yolov7_judges_the_detections_of_this_run(tmp_path):
+    # No horse found, boxes of another class only, and an annotated image of an earlier run
+    # (another name) each fail alone; a run on the CPU (select_device's "CPU" line) fails too.
+    none = copy_state("yolov7_cvpr23", "pass", tmp_path / "none")
+    edit(none / "detect_output.txt", "5 horses, Done.", "Done.")
+    assert failed(judged("yolov7_cvpr23", none)) == ["horses_counted"]
+    other = copy_state("yolov7_cvpr23", "pass", tmp_path / "other")
+    (other / "labels.txt").write_text(
+        (other / "labels.txt").read_text().replace("17 0", "0 0").replace("\n17 ", "\n0 ")
+    )
+    assert failed(judged("yolov7_cvpr23", other)) == ["horse_boxes_written"]
+    stale = copy_state("yolov7_cvpr23", "pass", tmp_path / "stale")
+    edit(stale / "artifacts.txt", "./h3fa9c21b7e04.jpg", "./horses.jpg")
+    assert failed(judged("yolov7_cvpr23", stale)) == ["annotated_image_written"]
+    cpu = copy_state("yolov7_cvpr23", "pass", tmp_path / "cpu")
+    edit(cpu / "detect_output.txt", "CUDA:0 (NVIDIA L4, 22478.5625MB)", "CPU")
+    assert failed(judged("yolov7_cvpr23", cpu)) == ["detect_selected_cuda"]
+
+
+def test_yolov7_shallow_state_fails_on_the_device():
+    assert failed(judged("yolov7_cvpr23", STATES / "yolov7_cvpr23" / "shallow")) == [
+        "annotated_image_written",
+        "cuda_available",
+        "detect_exit_code",
+        "detect_selected_cuda",
+        "gpu_listed",
+        "gpu_used",
+        "horse_boxes_written",
+        "horses_counted",
+    ]
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_reference_role_shape(task_id):
+    role = REPO / "reference_setups" / task_id
+    for part in ("tasks/main.yml", "defaults/main.yml", "meta/main.yml", "meta/argument_specs.yml"):
+        assert (role / part).is_file(), part
+    assert (role / "templates" / "RUNBOOK.MD.j2").read_text().startswith("STATUS: ")
+    specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
+    options = specs["argument_specs"]["main"]["options"]
+    assert options[f"{task_id}_workdir"]["required"] is True
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
+    assert set(defaults) <= set(options), set(defaults) - set(options)
+    for name, value in defaults.items():
+        assert name.startswith(f"{task_id}_"), name
+        assert options[name].get("default") == value, name
+    for task in yaml.safe_load((role / "tasks" / "main.yml").read_text()):
+        if "ansible.builtin.command" in task:
+            assert "changed_when" in task or "creates" in task["ansible.builtin.command"], task
+    # The role refuses a machine without an NVIDIA GPU and installs the driver.
+    main = (role / "tasks" / "main.yml").read_text()
+    assert "lspci -d 10de:" in main and "nvidia-smi" in main
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_reference_role_passes_the_syntax_check(task_id, tmp_path):
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "roles": [{"role": task_id, f"{task_id}_workdir": "/tmp/x"}],
+                }
+            ]
+        )
+    )
+    proc = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "--syntax-check", str(playbook)],
+        env={"ANSIBLE_ROLES_PATH": str(REPO / "reference_setups"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
