@@ -1,0 +1,162 @@
+"""Verifiers of the AI/ML (NLP and generative) GPU tasks of issue [C2] that cannot run here:
+their checks judged on recorded final states (tests/fixtures/verifier_states/<id>/<state>/,
+each with a README.md saying how it was made: the pass states are HAND-MADE from the
+repositories' output formats, since none of these tasks can run on this machine), cheats made
+from the pass states, and the shape of their reference roles."""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from deploybench import checks, verification
+from tests.conftest import REPO
+
+TASKS = ["adalora_iclr23"]
+STATES = REPO / "tests" / "fixtures" / "verifier_states"
+GPU_CHECKS = ["cuda_available", "gpu_listed", "gpu_used"]
+# What each shallow state (an env on the wrong device, or one that only imports) fails on.
+SHALLOW_FAILS = {
+    "adalora_iclr23": GPU_CHECKS,
+}
+
+
+def judged(task_id, folder):
+    return checks.judge_all(verification.load_checks(task_id), folder)
+
+
+def failed(results):
+    return sorted(r["name"] for r in results if not r["passed"])
+
+
+def verdict(task_id, folder):
+    return verification.verdict_from_logs(folder, 1.0, verification.load_checks(task_id))
+
+
+def copy_state(task_id, state, dest):
+    shutil.copytree(STATES / task_id / state, dest)
+    return dest
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path.name}"
+    path.write_text(text.replace(old, new))
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_hand_made_pass_state_passes_both_layers(task_id):
+    folder = STATES / task_id / "pass"
+    assert "Hand-made" in (folder / "README.md").read_text()
+    result = verdict(task_id, folder)
+    assert result["passed"] is True, failed(result["layer2"]["checks"]) or result["layer1"]
+
+
+@pytest.mark.parametrize("state", ["untouched", "shallow"])
+@pytest.mark.parametrize("task_id", TASKS)
+def test_failing_states_fail(task_id, state):
+    folder = STATES / task_id / state
+    assert (folder / "README.md").is_file(), f"{folder} says nowhere how it was made"
+    result = verdict(task_id, folder)
+    assert result["passed"] is False
+    assert result["layer2"]["passed"] is False
+    if state == "untouched":
+        # Nothing ran: the environment check and every GPU check fail.
+        assert {"environment", *GPU_CHECKS} <= set(failed(result["layer2"]["checks"]))
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_shallow_state_fails_on_exactly_its_missing_parts(task_id):
+    assert failed(judged(task_id, STATES / task_id / "shallow")) == SHALLOW_FAILS[task_id]
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_every_gpu_task_demands_gpu_evidence(task_id):
+    kinds = {c["name"]: c["kind"] for c in verification.load_checks(task_id)}
+    assert kinds.get("gpu_used") == "gpu_used"
+    assert set(GPU_CHECKS) <= set(kinds)
+
+
+# What a verifier cut down to "the experiment's entry point ran" would still ask: the environment
+# answered (its python exists and imports the framework).
+ENTRY_POINT_RAN = {"name": "entry_point", "kind": "value", "pattern": r"^(\d+)$", "equals": 0}
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_checks_weakened_to_the_entry_point_pass_the_shallow_state(task_id):
+    weak = [{**ENTRY_POINT_RAN, "file": "environment.rc"}]
+    assert all(r["passed"] for r in checks.judge_all(weak, STATES / task_id / "shallow"))
+    assert all(r["passed"] for r in checks.judge_all(weak, STATES / task_id / "pass"))
+
+
+def test_adalora_judges_lora_parameters_evaluation_and_rank_pattern(tmp_path):
+    # Full fine-tuning (every DeBERTaV3-base weight trainable), an evaluation over a cut split, a
+    # NaN loss and an empty rank pattern (the allocator never logged) each fail alone.
+    full = copy_state("adalora_iclr23", "pass", tmp_path / "full")
+    edit(full / "run_log.txt", "Parameters: 1331328", "Parameters: 184423682")
+    assert failed(judged("adalora_iclr23", full)) == ["trainable_parameters"]
+    cut = copy_state("adalora_iclr23", "pass", tmp_path / "cut")
+    data = json.loads((cut / "eval_results.json").read_text())
+    (cut / "eval_results.json").write_text(json.dumps({**data, "eval_samples": 100}))
+    assert failed(judged("adalora_iclr23", cut)) == ["eval_samples"]
+    nan = copy_state("adalora_iclr23", "pass", tmp_path / "nan")
+    edit(nan / "train_output.txt", "{'loss': 0.5519", "{'loss': nan")
+    assert failed(judged("adalora_iclr23", nan)) == ["train_loss"]
+    empty = copy_state("adalora_iclr23", "pass", tmp_path / "empty")
+    (empty / "rank_pattern.json").write_text("{}")
+    assert failed(judged("adalora_iclr23", empty)) == ["rank_pattern_written"]
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_task_file_says_why_it_cannot_run_here(task_id):
+    task = yaml.safe_load((REPO / "tasks" / task_id / "task.yaml").read_text())
+    assert task["gpu"] is True
+    assert task["runs_here"]["local"] == "no"
+    assert "GPU" in task["runs_here"]["why"]
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_reference_role_shape(task_id):
+    role = REPO / "reference_setups" / task_id
+    for part in ("tasks/main.yml", "defaults/main.yml", "meta/main.yml", "meta/argument_specs.yml"):
+        assert (role / part).is_file(), part
+    assert (role / "templates" / "RUNBOOK.MD.j2").read_text().startswith("STATUS: ")
+    specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
+    options = specs["argument_specs"]["main"]["options"]
+    assert options[f"{task_id}_workdir"]["required"] is True
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
+    assert set(defaults) <= set(options), set(defaults) - set(options)
+    for name, value in defaults.items():
+        assert name.startswith(f"{task_id}_"), name
+        assert options[name].get("default") == value, name
+    for task in yaml.safe_load((role / "tasks" / "main.yml").read_text()):
+        if "ansible.builtin.command" in task:
+            assert "changed_when" in task or "creates" in task["ansible.builtin.command"], task
+    # The role refuses a machine without an NVIDIA GPU and installs the driver.
+    main = (role / "tasks" / "main.yml").read_text()
+    assert "lspci -d 10de:" in main and "nvidia-smi" in main
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_reference_role_passes_the_syntax_check(task_id, tmp_path):
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "roles": [{"role": task_id, f"{task_id}_workdir": "/tmp/x"}],
+                }
+            ]
+        )
+    )
+    proc = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "--syntax-check", str(playbook)],
+        env={"ANSIBLE_ROLES_PATH": str(REPO / "reference_setups"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
