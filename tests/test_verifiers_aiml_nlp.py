@@ -14,12 +14,13 @@ import yaml
 from deploybench import checks, verification
 from tests.conftest import REPO
 
-TASKS = ["adalora_iclr23"]
+TASKS = ["adalora_iclr23", "bertscore_iclr20"]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 GPU_CHECKS = ["cuda_available", "gpu_listed", "gpu_used"]
 # What each shallow state (an env on the wrong device, or one that only imports) fails on.
 SHALLOW_FAILS = {
     "adalora_iclr23": GPU_CHECKS,
+    "bertscore_iclr20": GPU_CHECKS,
 }
 
 
@@ -107,6 +108,20 @@ def test_adalora_judges_lora_parameters_evaluation_and_rank_pattern(tmp_path):
     empty = copy_state("adalora_iclr23", "pass", tmp_path / "empty")
     (empty / "rank_pattern.json").write_text("{}")
     assert failed(judged("adalora_iclr23", empty)) == ["rank_pattern_written"]
+
+
+def test_bertscore_compares_with_the_repository_test_figures(tmp_path):
+    # Another model (a different layer gives other scores), one score off in the fourth digit,
+    # and a rescaled F1 far from the README's each fail alone.
+    other = copy_state("bertscore_iclr20", "pass", tmp_path / "other")
+    edit(other / "score_output.txt", "roberta-large_L17", "roberta-base_L10")
+    assert failed(judged("bertscore_iclr20", other))[0] == "hash_code"
+    off = copy_state("bertscore_iclr20", "pass", tmp_path / "off")
+    edit(off / "score_output.txt", "0.973286", "0.973586")
+    assert failed(judged("bertscore_iclr20", off)) == ["pair2_r"]
+    rescaled = copy_state("bertscore_iclr20", "pass", tmp_path / "rescaled")
+    edit(rescaled / "rescaled_output.txt", "F1: 0.759045", "F1: 0.959333")
+    assert failed(judged("bertscore_iclr20", rescaled)) == ["example_rescaled_f1"]
 
 
 @pytest.mark.parametrize("task_id", TASKS)
