@@ -14,12 +14,12 @@ import yaml
 from deploybench import checks, verification
 from tests.conftest import REPO
 
-TASKS = ["yolov7_cvpr23"]
+TASKS = ["yolov7_cvpr23", "groundingdino_eccv24"]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 FAILING = ["untouched", "shallow"]
 # The tasks on which "checks weakened to the entry point exists" is tried: such a verifier would
 # pass their shallow states, so the real checks are what rejects them.
-WEAKENED_ON = {"yolov7_cvpr23": "detect_output.txt"}
+WEAKENED_ON = {"yolov7_cvpr23": "detect_output.txt", "groundingdino_eccv24": "demo_output.txt"}
 
 
 def judged(task_id, folder):
@@ -115,6 +115,45 @@ def test_yolov7_shallow_state_fails_on_the_device():
         "gpu_used",
         "horse_boxes_written",
         "horses_counted",
+    ]
+
+
+def test_groundingdino_judges_the_op_and_both_objects(tmp_path):
+    # The op's fallback warning, a run that grounded only the cat, a dog box below the box
+    # threshold, and a model left on the CPU each fail alone.
+    task = "groundingdino_eccv24"
+    fallback = copy_state(task, "pass", tmp_path / "fallback")
+    edit(
+        fallback / "demo_output.txt",
+        "final text_encoder_type",
+        "UserWarning: Failed to load custom C++ ops. Running on CPU mode Only!\n"
+        "final text_encoder_type",
+    )
+    assert failed(judged(task, fallback)) == ["demo_used_the_op"]
+    cat_only = copy_state(task, "pass", tmp_path / "cat_only")
+    edit(cat_only / "probe_output.txt", "box dog 0.846", "box cat 0.846")
+    assert failed(judged(task, cat_only)) == ["dog_grounded"]
+    weak = copy_state(task, "pass", tmp_path / "weak")
+    edit(weak / "probe_output.txt", "box dog 0.846", "box dog 0.246")
+    assert failed(judged(task, weak)) == ["dog_grounded"]
+    cpu = copy_state(task, "pass", tmp_path / "cpu")
+    edit(cpu / "probe_output.txt", "device cuda:0", "device cpu")
+    assert failed(judged(task, cpu)) == ["model_on_gpu"]
+
+
+def test_groundingdino_shallow_state_fails_on_the_device():
+    task = "groundingdino_eccv24"
+    assert failed(judged(task, STATES / task / "shallow")) == [
+        "box_count",
+        "cat_grounded",
+        "cuda_available",
+        "demo_exit_code",
+        "demo_pred_image",
+        "dog_grounded",
+        "gpu_listed",
+        "gpu_used",
+        "model_on_gpu",
+        "probe_exit_code",
     ]
 
 
