@@ -15,7 +15,7 @@ from deploybench import contracts
 from deploybench.analysis import completion, recovery
 from deploybench.analysis.diagnose import diagnose_by_rules
 from deploybench.analysis.load import Runs
-from deploybench.analysis.phases import classify
+from deploybench.analysis.phases import classify, phase_names
 from deploybench.analysis.shell_split import split_subcommands
 from deploybench.errors import DeployBenchError
 
@@ -103,7 +103,7 @@ def _events(cols: dict[str, list]) -> pd.DataFrame:
         {
             "a": np.array(cols["a"], dtype=np.int64),
             "t": np.array(cols["t"], dtype=np.float64),
-            "kind": pd.Categorical(cols["kind"], categories=contracts.EVENT_KINDS),
+            "kind": _category(cols["kind"], contracts.EVENT_KINDS),
             "command": _objects(cols["command"]),
             "exit_code": np.array(cols["exit_code"], dtype=np.float64),  # None -> NaN
             "soft_timeout": np.array(cols["soft_timeout"], dtype=bool),
@@ -111,6 +111,14 @@ def _events(cols: dict[str, list]) -> pd.DataFrame:
         },
         copy=False,
     )
+
+
+def _category(values: list, categories) -> pd.Categorical:
+    """A categorical column from its codes, looked up in a dict: pandas' own factorizing of
+    200,000 strings costs several times more (every value here is one of `categories`)."""
+    code = {c: i for i, c in enumerate(categories)}
+    codes = np.fromiter(map(code.__getitem__, values), dtype=np.int8, count=len(values))
+    return pd.Categorical.from_codes(codes, categories=list(categories))
 
 
 def _objects(values: list) -> pd.Series:
@@ -121,26 +129,27 @@ def _objects(values: list) -> pd.Series:
 
 
 def _subcommands(commands: pd.DataFrame) -> pd.DataFrame:
-    # Plain Python over the commands: each distinct command is split once, each distinct
-    # sub-command classified once (agents repeat themselves).
-    split: dict[str, tuple[str, ...]] = {}
-    attempt, pieces = [], []
+    # Plain Python over the commands: each distinct command is split and its sub-commands
+    # classified once (agents repeat themselves); phase is a category (one code per row).
+    names = phase_names()
+    code = {name: i for i, name in enumerate(names)}
+    split: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {}
+    attempt, pieces, phases = [], [], []
     for a, command in zip(commands["a"].tolist(), commands["command"].tolist(), strict=True):
         text = command if isinstance(command, str) else ""
-        parts = split.get(text)
-        if parts is None:
-            parts = split[text] = split_subcommands(text)
+        known = split.get(text)
+        if known is None:
+            parts = split_subcommands(text)
+            known = split[text] = (parts, tuple(code[classify(p)] for p in parts))
+        parts, codes = known
         attempt += [a] * len(parts)
         pieces += parts
-    phase: dict[str, str] = {}
-    for sub in pieces:
-        if sub not in phase:
-            phase[sub] = classify(sub)
+        phases += codes
     return pd.DataFrame(
         {
             "a": np.array(attempt, dtype=np.int64),
-            "sub": pd.array(pieces, dtype="str"),
-            "phase": pd.array([phase[s] for s in pieces], dtype="str"),
+            "sub": _objects(pieces),
+            "phase": pd.Categorical.from_codes(np.array(phases, dtype=np.int8), categories=names),
         }
     )
 
