@@ -14,13 +14,26 @@ import yaml
 from deploybench import checks, verification
 from tests.conftest import REPO
 
-TASKS = ["adalora_iclr23", "bertscore_iclr20"]
+TASKS = ["adalora_iclr23", "bertscore_iclr20", "clue_mm22"]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 GPU_CHECKS = ["cuda_available", "gpu_listed", "gpu_used"]
 # What each shallow state (an env on the wrong device, or one that only imports) fails on.
 SHALLOW_FAILS = {
     "adalora_iclr23": GPU_CHECKS,
     "bertscore_iclr20": GPU_CHECKS,
+    # CLUE has no CPU path: the run dies on the first .cuda(gpu_id).
+    "clue_mm22": sorted(
+        [
+            *GPU_CHECKS,
+            "acc2",
+            "acc2_nonzero",
+            "acc7",
+            "best_model_saved",
+            "three_seeds_trained",
+            "train_exit_code",
+            "train_loss",
+        ]
+    ),
 }
 
 
@@ -122,6 +135,22 @@ def test_bertscore_compares_with_the_repository_test_figures(tmp_path):
     rescaled = copy_state("bertscore_iclr20", "pass", tmp_path / "rescaled")
     edit(rescaled / "rescaled_output.txt", "F1: 0.759045", "F1: 0.959333")
     assert failed(judged("bertscore_iclr20", rescaled)) == ["example_rescaled_f1"]
+
+
+def test_clue_judges_all_three_seeds_and_the_ood_accuracy(tmp_path):
+    # A run cut after two seeds, an OOD accuracy worse than a coin, and a run whose split was not
+    # the authors' (no MOSI/split_dataset_2 found) each fail alone.
+    two = copy_state("clue_mm22", "pass", tmp_path / "two")
+    text = (two / "train_output.txt").read_text()
+    last = text.rindex("over_train!")
+    (two / "train_output.txt").write_text(text[:last] + text[last + len("over_train!\n") :])
+    assert failed(judged("clue_mm22", two)) == ["three_seeds_trained"]
+    coin = copy_state("clue_mm22", "pass", tmp_path / "coin")
+    edit(coin / "train_output.txt", "acc2: \n0.6861666666666667", "acc2: \n0.31")
+    assert failed(judged("clue_mm22", coin)) == ["acc2"]
+    nosplit = copy_state("clue_mm22", "pass", tmp_path / "nosplit")
+    (nosplit / "split.txt").write_text("no MOSI/split_dataset_2/embedding_and_mapping.pt\n")
+    assert failed(judged("clue_mm22", nosplit)) == ["split_found"]
 
 
 @pytest.mark.parametrize("task_id", TASKS)
