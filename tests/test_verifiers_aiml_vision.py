@@ -14,12 +14,16 @@ import yaml
 from deploybench import checks, verification
 from tests.conftest import REPO
 
-TASKS = ["yolov7_cvpr23", "groundingdino_eccv24"]
+TASKS = ["yolov7_cvpr23", "groundingdino_eccv24", "mmseg_github24"]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 FAILING = ["untouched", "shallow"]
 # The tasks on which "checks weakened to the entry point exists" is tried: such a verifier would
 # pass their shallow states, so the real checks are what rejects them.
-WEAKENED_ON = {"yolov7_cvpr23": "detect_output.txt", "groundingdino_eccv24": "demo_output.txt"}
+WEAKENED_ON = {
+    "yolov7_cvpr23": "detect_output.txt",
+    "groundingdino_eccv24": "demo_output.txt",
+    "mmseg_github24": "demo_output.txt",
+}
 
 
 def judged(task_id, folder):
@@ -155,6 +159,26 @@ def test_groundingdino_shallow_state_fails_on_the_device():
         "model_on_gpu",
         "probe_exit_code",
     ]
+
+
+def test_mmseg_judges_the_full_mmcv_and_the_segmentation(tmp_path):
+    # mmcv-lite, a mask of another size than the image, a mask without road, and one that is a
+    # single class each fail alone.
+    task = "mmseg_github24"
+    lite = copy_state(task, "pass", tmp_path / "lite")
+    edit(lite / "probe_output.txt", "mmcv_ops loaded", "mmcv_ops missing ModuleNotFoundError")
+    assert failed(judged(task, lite)) == ["full_mmcv"]
+    small = copy_state(task, "pass", tmp_path / "small")
+    edit(small / "probe_output.txt", "shape 1024 2048", "shape 512 1024")
+    assert failed(judged(task, small)) == ["mask_covers_the_image"]
+    no_road = copy_state(task, "pass", tmp_path / "no_road")
+    edit(no_road / "probe_output.txt", "class road 0.3412\n", "")
+    assert failed(judged(task, no_road)) == ["road_segmented"]
+    flat = copy_state(task, "pass", tmp_path / "flat")
+    text = (flat / "probe_output.txt").read_text()
+    kept = [x for x in text.splitlines() if not x.startswith("class")]
+    (flat / "probe_output.txt").write_text("\n".join([*kept, "class road 1.0000", "classes 1"]))
+    assert failed(judged(task, flat)) == ["cars_segmented", "class_count", "road_segmented"]
 
 
 @pytest.mark.parametrize("task_id", TASKS)
