@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import partial
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ import pandas as pd
 from deploybench import contracts
 from deploybench.analysis import completion, recovery
 from deploybench.analysis.diagnose import diagnose_by_rules
-from deploybench.analysis.load import Runs
+from deploybench.analysis.load import Runs, _read_if_file
 from deploybench.analysis.phases import classify, phase_names
 from deploybench.analysis.shell_split import split_subcommands
 from deploybench.errors import DeployBenchError
@@ -129,27 +130,28 @@ def _objects(values: list) -> pd.Series:
 
 
 def _subcommands(commands: pd.DataFrame) -> pd.DataFrame:
-    # Plain Python over the commands: each distinct command is split and its sub-commands
-    # classified once (agents repeat themselves); phase is a category (one code per row).
+    # Each distinct command is split and its sub-commands classified once (agents repeat
+    # themselves); the rows are then its pieces repeated per occurrence, gathered in C
+    # (chain over the distinct commands' tuples). Phase is a category: one code per row.
     names = phase_names()
     code = {name: i for i, name in enumerate(names)}
-    split: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {}
-    attempt, pieces, phases = [], [], []
-    for a, command in zip(commands["a"].tolist(), commands["command"].tolist(), strict=True):
-        text = command if isinstance(command, str) else ""
-        known = split.get(text)
-        if known is None:
-            parts = split_subcommands(text)
-            known = split[text] = (parts, tuple(code[classify(p)] for p in parts))
-        parts, codes = known
-        attempt += [a] * len(parts)
-        pieces += parts
-        phases += codes
+    number: dict[str, int] = {}
+    texts = [c if isinstance(c, str) else "" for c in commands["command"].tolist()]
+    which = [number.setdefault(t, len(number)) for t in texts]
+    parts = [split_subcommands(t) for t in number]
+    codes = [tuple(code[classify(p)] for p in pieces) for pieces in parts]
+    sizes = np.array([len(p) for p in parts], dtype=np.int64)
+    rows = int(sizes[which].sum()) if which else 0
     return pd.DataFrame(
         {
-            "a": np.array(attempt, dtype=np.int64),
-            "sub": _objects(pieces),
-            "phase": pd.Categorical.from_codes(np.array(phases, dtype=np.int8), categories=names),
+            "a": np.repeat(commands["a"].to_numpy(dtype=np.int64), sizes[which]),
+            "sub": _objects(list(chain.from_iterable(map(parts.__getitem__, which)))),
+            "phase": pd.Categorical.from_codes(
+                np.fromiter(
+                    chain.from_iterable(map(codes.__getitem__, which)), dtype=np.int8, count=rows
+                ),
+                categories=names,
+            ),
         }
     )
 
@@ -225,9 +227,9 @@ def _patterns(att, runs: Runs) -> pd.Series:
     out = {}
     for a in att.index[~att["passed"]]:
         folder = runs.attempt_dirs[a]
-        saved = folder / "diagnosis.json"
-        if saved.is_file():
-            out[a] = list(json.loads(saved.read_text()).get("patterns") or [])
+        saved = _read_if_file(folder / "diagnosis.json")
+        if saved is not None:
+            out[a] = list(json.loads(saved).get("patterns") or [])
         else:
             found = diagnose_by_rules(runs.results[a], runs.verdicts.get(a), folder)
             out[a] = found["patterns"]
