@@ -210,9 +210,17 @@ def from_mini_swe_agent(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in e.items() if v is not None} for e in events]
 
 
+def from_openhands(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenHands' saved trajectory: see deploybench/trajectories_openhands.py."""
+    from deploybench.trajectories_openhands import from_openhands as convert_openhands
+
+    return convert_openhands(rows)
+
+
 CONVERTERS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
     "contract5": from_contract5,
     "mini-swe-agent": from_mini_swe_agent,
+    "openhands": from_openhands,
 }
 
 
