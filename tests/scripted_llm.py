@@ -2,10 +2,14 @@
 against it with no network and no key.
 
 Each POST .../chat/completions gets the next reply of the script: an assistant message that
-calls the `bash` tool with one command (OpenAI tool calling, which mini-swe-agent and most
-scaffolds use), with `usage` token counts. Requests, replies and the usage sent are recorded so
-a test can compare them with what the harness reports. When the script runs out, the last
-reply is repeated (an agent that never finishes)."""
+calls one tool (OpenAI tool calling, which mini-swe-agent, OpenHands and most scaffolds use),
+with `usage` token counts. By default the tool is `bash` with {"command": ...} (mini-swe-agent);
+`dialect="openhands"` calls OpenHands' own tools instead: `execute_bash` with its required
+`security_risk`, and a reply may name any other tool (`finish`, `str_replace_editor`,
+`task_tracker`, `think`) with its arguments. A request with `"stream": true` gets the same reply
+as server-sent chunks (OpenAI's streaming format, usage in the last chunk). Requests, replies
+and the usage sent are recorded so a test can compare them with what the harness reports. When
+the script runs out, the last reply is repeated (an agent that never finishes)."""
 
 from __future__ import annotations
 
@@ -19,16 +23,27 @@ from typing import Any
 
 @dataclass
 class Reply:
-    """One assistant turn: some reasoning text and one bash command."""
+    """One assistant turn: some reasoning text and one bash command, or another tool (by name,
+    with its arguments)."""
 
     content: str
-    command: str
+    command: str = ""
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+
+    def call(self, dialect: str) -> tuple[str, dict[str, Any]]:
+        if self.tool:
+            return self.tool, dict(self.arguments or {})
+        if dialect == "openhands":
+            return "execute_bash", {"command": self.command, "security_risk": "LOW"}
+        return "bash", {"command": self.command}
 
 
 @dataclass
 class ScriptedLLM:
     script: list[Reply]
     model: str = "scripted"
+    dialect: str = "bash"  # or "openhands"
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     usage_sent: list[dict[str, int]] = field(default_factory=list)
@@ -53,10 +68,11 @@ class ScriptedLLM:
             n = len(self.requests)
             self.requests.append(request)
             reply = self.script[min(n, len(self.script) - 1)]
+            name, arguments = reply.call(self.dialect)
             # Deterministic, plausible counts: about 4 characters a token.
             usage = {
                 "prompt_tokens": len(json.dumps(request.get("messages", []))) // 4,
-                "completion_tokens": (len(reply.content) + len(reply.command)) // 4 + 8,
+                "completion_tokens": (len(reply.content) + len(json.dumps(arguments))) // 4 + 8,
             }
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
             self.usage_sent.append(usage)
@@ -76,10 +92,7 @@ class ScriptedLLM:
                             {
                                 "id": f"call_{n + 1}",
                                 "type": "function",
-                                "function": {
-                                    "name": "bash",
-                                    "arguments": json.dumps({"command": reply.command}),
-                                },
+                                "function": {"name": name, "arguments": json.dumps(arguments)},
                             }
                         ],
                     },
@@ -87,6 +100,24 @@ class ScriptedLLM:
             ],
             "usage": usage,
         }
+
+    @staticmethod
+    def chunks(reply: dict[str, Any]) -> list[dict[str, Any]]:
+        """The reply as OpenAI's streaming chunks: the role and text, each tool call whole
+        (name, id and arguments in one delta), the finish reason, then the usage."""
+        message = reply["choices"][0]["message"]
+        base = {k: reply[k] for k in ("id", "created", "model")}
+        base["object"] = "chat.completion.chunk"
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        out = [chunk({"role": "assistant", "content": message.get("content") or ""})]
+        for i, call in enumerate(message.get("tool_calls") or []):
+            out.append(chunk({"tool_calls": [{"index": i, **call}]}))
+        out.append(chunk({}, reply["choices"][0]["finish_reason"]))
+        out.append({**base, "choices": [], "usage": reply["usage"]})
+        return out
 
     def start(self) -> ScriptedLLM:
         llm = self
@@ -112,7 +143,19 @@ class ScriptedLLM:
                     return
                 with llm._lock:
                     llm.headers.append(dict(self.headers))
-                self._send(200, llm.completion(request))
+                reply = llm.completion(request)
+                if not request.get("stream"):
+                    self._send(200, reply)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                for chunk in llm.chunks(reply):
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
