@@ -14,7 +14,7 @@ import yaml
 from deploybench import checks, verification
 from tests.conftest import REPO
 
-TASKS = ["adalora_iclr23", "bertscore_iclr20", "clue_mm22"]
+TASKS = ["adalora_iclr23", "bertscore_iclr20", "clue_mm22", "ergo_coling22"]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 GPU_CHECKS = ["cuda_available", "gpu_listed", "gpu_used"]
 # What each shallow state (an env on the wrong device, or one that only imports) fails on.
@@ -34,6 +34,7 @@ SHALLOW_FAILS = {
             "train_loss",
         ]
     ),
+    "ergo_coling22": GPU_CHECKS,
 }
 
 
@@ -151,6 +152,19 @@ def test_clue_judges_all_three_seeds_and_the_ood_accuracy(tmp_path):
     nosplit = copy_state("clue_mm22", "pass", tmp_path / "nosplit")
     (nosplit / "split.txt").write_text("no MOSI/split_dataset_2/embedding_and_mapping.pt\n")
     assert failed(judged("clue_mm22", nosplit)) == ["split_found"]
+
+
+def test_ergo_judges_the_folds_and_the_average(tmp_path):
+    # A run of one fold only, a NaN training loss and an F1 out of range each fail alone.
+    one = copy_state("ergo_coling22", "pass", tmp_path / "one")
+    edit(one / "run_log.txt", " -   Fold 2\n", " -   Fold 1\n")
+    assert failed(judged("ergo_coling22", one)) == ["second_fold"]
+    nan = copy_state("ergo_coling22", "pass", tmp_path / "nan")
+    edit(nan / "run_log.txt", "Train Loss 0.1398", "Train Loss nan")
+    assert failed(judged("ergo_coling22", nan)) == ["train_loss"]
+    big = copy_state("ergo_coling22", "pass", tmp_path / "big")
+    edit(big / "run_log.txt", "F 0.3224 ---", "F 32.24 ---")
+    assert failed(judged("ergo_coling22", big)) == ["avg_f1"]
 
 
 @pytest.mark.parametrize("task_id", TASKS)
