@@ -14,7 +14,7 @@ import yaml
 from deploybench import checks, verification
 from tests.conftest import REPO
 
-TASKS = ["yolov7_cvpr23", "groundingdino_eccv24", "mmseg_github24"]
+TASKS = ["yolov7_cvpr23", "groundingdino_eccv24", "mmseg_github24", "alexnet_neurips12"]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 FAILING = ["untouched", "shallow"]
 # The tasks on which "checks weakened to the entry point exists" is tried: such a verifier would
@@ -81,13 +81,16 @@ def test_checks_weakened_to_the_entry_point_pass_the_shallow_state(task_id):
 
 @pytest.mark.parametrize("task_id", TASKS)
 def test_cpu_fallback_fails_on_the_gpu_evidence(task_id, tmp_path):
-    # The pass state with the GPU taken away: torch without CUDA, no nvidia-smi, no compute
-    # process. Whatever the run printed, the GPU checks fail it.
+    # The pass state with the GPU taken away: no nvidia-smi, no compute process (and, where the
+    # framework reports it, torch without CUDA). Whatever the run printed, the GPU checks fail it.
     cpu = copy_state(task_id, "pass", tmp_path / "cpu")
-    edit(cpu / "torch_device.txt", "cuda_available True", "cuda_available False")
     (cpu / "gpus.txt").write_text("")
     (cpu / "gpu_apps.txt").write_text("")
-    assert {"cuda_available", "gpu_listed", "gpu_used"} <= set(failed(judged(task_id, cpu)))
+    expected = {"gpu_listed", "gpu_used"}
+    if (cpu / "torch_device.txt").is_file():
+        edit(cpu / "torch_device.txt", "cuda_available True", "cuda_available False")
+        expected.add("cuda_available")
+    assert expected <= set(failed(judged(task_id, cpu)))
 
 
 def test_yolov7_judges_the_detections_of_this_run(tmp_path):
@@ -179,6 +182,30 @@ def test_mmseg_judges_the_full_mmcv_and_the_segmentation(tmp_path):
     kept = [x for x in text.splitlines() if not x.startswith("class")]
     (flat / "probe_output.txt").write_text("\n".join([*kept, "class road 1.0000", "classes 1"]))
     assert failed(judged(task, flat)) == ["cars_segmented", "class_count", "road_segmented"]
+
+
+def test_alexnet_judges_the_training_and_its_checkpoint(tmp_path):
+    # A cost that blew up (convnet.py's own guard line), an epoch that stopped after its first
+    # batch, and a checkpoint of another run's folder name each fail.
+    task = "alexnet_neurips12"
+    nan = copy_state(task, "pass", tmp_path / "nan")
+    edit(
+        nan / "train_output.txt",
+        "1.4 (100.00%)... logprob:  1.968244, 0.595703 ",
+        "1.4 (100.00%)... logprob:  nan, 0.900000 <- error nan or inf!",
+    )
+    assert failed(judged(task, nan)) == ["cost_finite", "last_batch_trained"]
+    short = copy_state(task, "pass", tmp_path / "short")
+    text = (short / "train_output.txt").read_text()
+    (short / "train_output.txt").write_text(text.split("1.2 (50.00%)")[0])
+    assert failed(judged(task, short)) == [
+        "checkpoint_saved",
+        "last_batch_trained",
+        "test_output",
+    ]
+    other = copy_state(task, "pass", tmp_path / "other")
+    edit(other / "checkpoints.txt", "./ConvNet__2026-12-01_21.06.11/1.4", "./1.4")
+    assert failed(judged(task, other)) == ["checkpoint_file"]
 
 
 @pytest.mark.parametrize("task_id", TASKS)
