@@ -14,7 +14,7 @@ import yaml
 from deploybench import checks, verification
 from tests.conftest import REPO
 
-TASKS = ["adalora_iclr23", "bertscore_iclr20", "clue_mm22", "ergo_coling22"]
+TASKS = ["adalora_iclr23", "bertscore_iclr20", "clue_mm22", "ergo_coling22", "mixtext_acl20"]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 GPU_CHECKS = ["cuda_available", "gpu_listed", "gpu_used"]
 # What each shallow state (an env on the wrong device, or one that only imports) fails on.
@@ -35,6 +35,18 @@ SHALLOW_FAILS = {
         ]
     ),
     "ergo_coling22": GPU_CHECKS,
+    # MixText has no CPU path either: it reads the data, then dies at .cuda().
+    "mixtext_acl20": sorted(
+        [
+            *GPU_CHECKS,
+            "finished",
+            "gpu_count",
+            "test_acc",
+            "train_exit_code",
+            "train_loss",
+            "val_acc",
+        ]
+    ),
 }
 
 
@@ -165,6 +177,20 @@ def test_ergo_judges_the_folds_and_the_average(tmp_path):
     big = copy_state("ergo_coling22", "pass", tmp_path / "big")
     edit(big / "run_log.txt", "F 0.3224 ---", "F 32.24 ---")
     assert failed(judged("ergo_coling22", big)) == ["avg_f1"]
+
+
+def test_mixtext_judges_the_yahoo_split_and_the_accuracies(tmp_path):
+    # Another dataset (a test set of another size), more labels than the command asks, and an
+    # accuracy printed as a percentage each fail alone.
+    other = copy_state("mixtext_acl20", "pass", tmp_path / "other")
+    edit(other / "train_output.txt", ", Test 60000", ", Test 7600")
+    assert failed(judged("mixtext_acl20", other)) == ["test_examples"]
+    labels = copy_state("mixtext_acl20", "pass", tmp_path / "labels")
+    edit(labels / "train_output.txt", "#Labeled: 100,", "#Labeled: 2000,")
+    assert failed(judged("mixtext_acl20", labels)) == ["labeled_examples"]
+    percent = copy_state("mixtext_acl20", "pass", tmp_path / "percent")
+    edit(percent / "train_output.txt", "val acc 0.2316,", "val acc 23.16,")
+    assert failed(judged("mixtext_acl20", percent)) == ["val_acc"]
 
 
 @pytest.mark.parametrize("task_id", TASKS)
