@@ -217,10 +217,19 @@ def from_openhands(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return convert_openhands(rows)
 
 
+def _cli_agents() -> Any:
+    """Codex and Claude Code: see deploybench/trajectories_cli_agents.py."""
+    from deploybench import trajectories_cli_agents
+
+    return trajectories_cli_agents
+
+
 CONVERTERS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
     "contract5": from_contract5,
     "mini-swe-agent": from_mini_swe_agent,
     "openhands": from_openhands,
+    "codex": lambda rows: _cli_agents().from_codex(rows),
+    "claude-code": lambda rows: _cli_agents().from_claude_code(rows),
 }
 
 
