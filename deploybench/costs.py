@@ -14,9 +14,9 @@ from importlib import resources
 
 import click
 
+from deploybench.backends import Backend, get_backend
 from deploybench.errors import DeployBenchError
 
-CLOUD_BACKENDS = ("aws", "gcp")
 # Boot, prepare and stage before the agent's clock starts, and destroy after the verifier.
 DEFAULT_OVERHEAD_MINUTES = 15.0
 
@@ -79,27 +79,31 @@ def load_prices() -> list[Price]:
     ]
 
 
-def machine_type(backend: str, gpu: bool) -> str:
-    """The type the backend will ask for (the same function the backend uses)."""
-    if backend == "aws":
-        from deploybench.backends.aws import instance_type
-
-        return instance_type(gpu)
-    if backend == "gcp":
-        from deploybench.backends.gcp import machine_type as gcp_type
-
-        return gcp_type(gpu)
-    raise DeployBenchError(f"no prices for backend {backend!r}")
+def _backend(backend: Backend | str) -> Backend:
+    return get_backend(backend) if isinstance(backend, str) else backend
 
 
-def price_for(backend: str, gpu: bool, prices: list[Price] | None = None) -> Price:
-    mtype = machine_type(backend, gpu)
-    for price in prices if prices is not None else load_prices():
-        if price.backend == backend and price.machine_type == mtype:
-            return price
-    raise DeployBenchError(
-        f"no price for {backend} {mtype} in deploybench/prices.csv: add a row with its source"
-    )
+def machine_type(backend: Backend | str, gpu: bool) -> str:
+    """The type the backend will ask for (the backend's own answer)."""
+    chosen = _backend(backend)
+    mtype = chosen.machine_type(gpu)
+    if mtype is None:
+        raise DeployBenchError(f"no prices for backend {chosen.name!r}")
+    return mtype
+
+
+def price_for(backend: Backend | str, gpu: bool, prices: list[Price] | None = None) -> Price:
+    chosen = _backend(backend)
+    mtype = machine_type(chosen, gpu)
+    rows = prices if prices is not None else load_prices()
+    table = {(p.backend, p.machine_type): p for p in rows}
+    found = table.get((chosen.name, mtype))
+    if found is None:
+        raise DeployBenchError(
+            f"no price for {chosen.name} {mtype} in deploybench/prices.csv: "
+            "add a row with its source"
+        )
+    return found
 
 
 def _as_attempt(item: Attempt | tuple | dict) -> Attempt:
@@ -113,13 +117,14 @@ def _as_attempt(item: Attempt | tuple | dict) -> Attempt:
 
 def estimate(
     attempts: Iterable[Attempt | tuple | dict],
-    backend: str,
+    backend: Backend | str,
     overhead_minutes: float = DEFAULT_OVERHEAD_MINUTES,
 ) -> Estimate:
     """Price attempts (task_id, gpu, budget_minutes): one machine each, for its whole budget
     plus overhead. Rows are one per task and machine type, in first-seen order."""
     prices = load_prices()
-    est = Estimate(backend=backend)
+    backend = _backend(backend)
+    est = Estimate(backend=backend.name)
     by_key: dict[tuple[str, str, float], Row] = {}
     for item in attempts:
         att = _as_attempt(item)
@@ -172,28 +177,29 @@ def attempts_of(tasks: Mapping[str, Mapping], agents: Sequence, attempts: int = 
 
 def confirm(
     attempts: Iterable[Attempt | tuple | dict],
-    backend: str,
+    backend: Backend | str,
     yes: bool = False,
     echo: Callable[[str], None] = click.echo,
     overhead_minutes: float = DEFAULT_OVERHEAD_MINUTES,
 ) -> Estimate | None:
     """Print the estimate of a cloud run and ask before spending; `yes` skips the question.
-    The local backend costs nothing and is never asked about (returns None). Raises
+    A backend that bills nothing (local) is never asked about (returns None). Raises
     click.Abort when the user declines or there is no terminal to ask on."""
-    if backend not in CLOUD_BACKENDS:
+    backend = _backend(backend)
+    if not backend.billed:
         return None
     est = estimate(attempts, backend, overhead_minutes)
     echo(format_estimate(est))
     if not yes:
         click.confirm(
-            f"Start {est.machines} {backend} machines for at most ${est.total_usd:.2f}?",
+            f"Start {est.machines} {backend.name} machines for at most ${est.total_usd:.2f}?",
             abort=True,
         )
     return est
 
 
 def estimate_and_confirm(
-    backend: str,
+    backend: Backend | str,
     tasks: Mapping[str, Mapping],
     agents: Sequence,
     attempts: int = 1,

@@ -71,7 +71,7 @@ def destroy_folder(backend: Backend, folder: Path) -> None:
 def provision(backend_name: str, request: MachineRequest) -> tuple[Path, dict]:
     """Make the machines; on any failure destroy what was made, so nothing is left half-made."""
     backend = get_backend(backend_name)
-    backend.sanity_check(request)
+    backend.check(request)
     folder = open_for(request)
     try:
         machines = backend.provision(request, folder)

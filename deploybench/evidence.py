@@ -13,11 +13,12 @@ import io
 import json
 import shutil
 import tarfile
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 
-from deploybench import integrity, toolkit, verification
+from deploybench import integrity, runfolder, toolkit, verification
 
 # Exit codes of `timeout`: 124 when the budget ran out (GNU), 143 (busybox: SIGTERM), 137
 # when it had to SIGKILL.
@@ -34,30 +35,30 @@ def _unpack(tarball: Path, dest: Path) -> None:
 
 
 def unpack_state(attempt: Path, rc: int, seconds: float, killed: int) -> dict:
-    state = attempt / "state"
-    if (attempt / "state.tar.gz").is_file():
-        _unpack(attempt / "state.tar.gz", state)
+    state = attempt / runfolder.STATE_DIR
+    if (attempt / runfolder.STATE_TARBALL).is_file():
+        _unpack(attempt / runfolder.STATE_TARBALL, state)
     # The files the analysis reads sit at the attempt's top level.
-    for name in ("RUNBOOK.MD", "trajectory.jsonl", "agent.log"):
+    for name in runfolder.AGENT_FILES:
         if (state / name).is_file():
             shutil.move(state / name, attempt / name)
-    stop = {
-        "agent_rc": rc,
-        "agent_seconds": round(seconds, 3),
-        "timed_out": rc in TIMEOUT_CODES,
-        "killed_processes": killed,
-    }
-    (attempt / "stop.json").write_text(json.dumps(stop, indent=2))
-    return stop
+    stop = runfolder.Stop(
+        agent_rc=rc,
+        agent_seconds=round(seconds, 3),
+        timed_out=rc in TIMEOUT_CODES,
+        killed_processes=killed,
+    )
+    runfolder.write_stop(attempt, stop)
+    return asdict(stop)
 
 
-AGENT_FILES = ("agent.log", "trajectory.jsonl", "RUNBOOK.MD")
+AGENT_FILES = runfolder.AGENT_FILES
 
 
 def keep_agent_files(attempt: Path) -> None:
     """Write the files a broken machine's raw read returned (lines "BASE64 NAME") into the
     attempt's top level, where the stop stage would have put them."""
-    encoded = attempt / "agent_files.b64"
+    encoded = attempt / runfolder.AGENT_FILES_B64
     if not encoded.is_file():
         return
     for line in encoded.read_text(errors="replace").splitlines():
@@ -102,13 +103,13 @@ def judge(
     """verdict.json and verify.json of an attempt. `scan` and `probe` hold the raw lines of the
     tamper scan and of the probe of the machine (deploybench/integrity.py); `ran` says whether
     the experiment ran (it does not on a machine that failed its integrity judgment)."""
-    logs = attempt / "verifier"
+    logs = attempt / runfolder.VERIFIER_DIR
     logs.mkdir(parents=True, exist_ok=True)
-    if (attempt / "verifier.tar.gz").is_file():
-        _unpack(attempt / "verifier.tar.gz", logs)
+    if (attempt / runfolder.VERIFIER_TARBALL).is_file():
+        _unpack(attempt / runfolder.VERIFIER_TARBALL, logs)
     unpack_error = None
-    if (attempt / "verifier.tar.gz.b64").is_file():
-        unpack_error = _unpack_b64(attempt / "verifier.tar.gz.b64", logs)
+    if (attempt / runfolder.VERIFIER_B64).is_file():
+        unpack_error = _unpack_b64(attempt / runfolder.VERIFIER_B64, logs)
     machine = integrity.judge(_text(scan), _text(probe))
     for raw in (scan, probe):
         if raw is not None and raw.is_file() and raw.parent != logs:
@@ -123,11 +124,10 @@ def judge(
             {"name": "logs_collected", "passed": False, "detail": unpack_error}
         )
         verdict["layer2"]["passed"] = verdict["passed"] = False
-    (attempt / "verdict.json").write_text(json.dumps(verdict, indent=2))
-    (attempt / "verify.json").write_text(
-        json.dumps(
-            {"verifier_rc": rc, "seconds": round(seconds, 3), "timed_out": timed_out and ran}
-        )
+    runfolder.write_verdict(attempt, verdict)
+    runfolder.write_verify(
+        attempt,
+        runfolder.Verify(verifier_rc=rc, seconds=round(seconds, 3), timed_out=timed_out and ran),
     )
     return verdict
 

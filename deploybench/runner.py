@@ -9,7 +9,6 @@ every attempt appears there exactly once, also across --resume."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
 import shutil
@@ -30,15 +29,15 @@ from deploybench import (
     contracts,
     deployments,
     inventory,
-    jsonl,
+    runfolder,
     trajectories,
     verification,
 )
 from deploybench.agents import AgentSpec
 from deploybench.backends import Backend, MachineRequest, get_backend
 from deploybench.errors import DeployBenchError, InfraError
-from deploybench.paths import PLAYBOOKS_DIR, REPO_ROOT, state_home
-from deploybench.results import ResultsStore
+from deploybench.paths import PLAYBOOKS_DIR, REPO_ROOT
+from deploybench.runfolder import ResultsStore
 
 
 def now() -> str:
@@ -66,7 +65,7 @@ class Attempt:
     number: int
 
     def folder(self, run_dir: Path) -> Path:
-        return run_dir / self.task_id / self.agent / str(self.number)
+        return runfolder.attempt_dir(run_dir, self.task_id, self.agent, self.number)
 
 
 class Runner:
@@ -78,16 +77,19 @@ class Runner:
         self.agents = {a.name: a for a in options.agents}
 
     # ---------- one attempt ----------
-    def _execute(self, attempt: Attempt, folder: Path) -> dict[str, Any]:
-        task = self.o.tasks[attempt.task_id]
-        agent = self.agents[attempt.agent]
-        request = MachineRequest(
+    def _request(self, task_id: str, agent: str) -> MachineRequest:
+        task = self.o.tasks[task_id]
+        return MachineRequest(
             run_id=f"a{secrets.token_hex(4)}",
             image=self.o.image,
             gpu=bool(task.get("gpu")),
             disk_gb=max(8, int((task.get("machine") or {}).get("disk_gb", 100))),
-            tags={"run": self.run_id, "task": attempt.task_id, "agent": attempt.agent},
+            tags={"run": self.run_id, "task": task_id, "agent": agent},
         )
+
+    def _execute(self, attempt: Attempt, folder: Path) -> dict[str, Any]:
+        agent = self.agents[attempt.agent]
+        request = self._request(attempt.task_id, attempt.agent)
         started_at = now()
         events: list[dict[str, Any]] = []
         # The deployment is recorded in the state folder, with this run as its owner, before
@@ -109,53 +111,43 @@ class Runner:
                 PLAYBOOKS_DIR / "run_task.yml",
                 inventory.as_data(machines),
                 extravars,
-                folder / "ansible",
+                folder / runfolder.ANSIBLE_DIR,
                 on_event=events.append,
                 cancel=self.cancelled.is_set,
                 pass_env=agent.env_from_controller,
             )
-            if self.o.backend.name == "local":
-                from deploybench.local.machine import changed_files
-
-                (folder / "state").mkdir(exist_ok=True)
-                (folder / "state" / "changed_files.txt").write_text(
-                    "".join(f"{row}\n" for row in changed_files(state_home(), next(iter(machines))))
-                )
+            self.o.backend.collect_state(machines, folder / runfolder.STATE_DIR)
         finally:
             try:
                 self.o.backend.destroy(deployment)
             finally:
-                _keep_deployment_evidence(deployment, folder / "machine")
+                _keep_deployment_evidence(deployment, folder / runfolder.MACHINE_DIR)
             shutil.rmtree(deployment, ignore_errors=True)
         if self.cancelled.is_set():
             raise KeyboardInterrupt
-        if not result.ok or not (folder / "verdict.json").is_file():
+        if not result.ok or not runfolder.has_verdict(folder):
             raise InfraError(_infra_reason(result, events))
+        trajectory = runfolder.trajectory_path(folder)
         if agent.kind == "reference":
             trajectories.write(
-                trajectories.from_ansible_events(events, attempt.task_id),
-                folder / "trajectory.jsonl",
+                trajectories.from_ansible_events(events, attempt.task_id), trajectory
             )
         elif agent.kind == "command" and agent.converter != "contract5":
-            native = folder / "trajectory.native.jsonl"
-            if (folder / "trajectory.jsonl").is_file():
-                shutil.move(folder / "trajectory.jsonl", native)
-            trajectories.convert(native, agent.converter, folder / "trajectory.jsonl")
+            native = folder / runfolder.TRAJECTORY_NATIVE
+            if trajectory.is_file():
+                shutil.move(trajectory, native)
+            trajectories.convert(native, agent.converter, trajectory)
         return self._result_line(attempt, agent, folder, started_at)
 
     def _result_line(self, attempt: Attempt, agent: AgentSpec, folder: Path, started_at: str):
-        stop = json.loads((folder / "stop.json").read_text())
-        verdict = json.loads((folder / "verdict.json").read_text())
-        verify = json.loads((folder / "verify.json").read_text())
-        events = (
-            trajectories.read_events(folder / "trajectory.jsonl")
-            if (folder / "trajectory.jsonl").is_file()
-            else []
-        )
+        stop = runfolder.read_stop(folder)
+        verdict = runfolder.read_verdict(folder)
+        verify = runfolder.read_verify(folder)
+        trajectory = runfolder.trajectory_path(folder)
+        events = trajectories.read_events(trajectory) if trajectory.is_file() else []
         summary = trajectories.summary(events)
-        runbook = folder / "RUNBOOK.MD"
-        layer, category = verification.failure_of(verdict, timed_out=verify["timed_out"])
-        if stop["timed_out"]:
+        layer, category = verification.failure_of(verdict, timed_out=verify.timed_out)
+        if stop.timed_out:
             stop_type = "timeout"
         elif agent.max_steps and summary["steps"] >= agent.max_steps and not summary["finished"]:
             stop_type = "max_steps"
@@ -166,14 +158,12 @@ class Runner:
             started_at,
             status="completed",
             stop_type=stop_type,
-            runbook_status=verification.runbook_status(
-                runbook.read_text(errors="replace") if runbook.is_file() else None
-            ),
-            passed=bool(verdict["passed"]) and not verify["timed_out"],
+            runbook_status=verification.runbook_status(runfolder.read_runbook(folder)),
+            passed=bool(verdict["passed"]) and not verify.timed_out,
             failure_layer=layer,
             failure_category=category,
-            agent_seconds=stop["agent_seconds"],
-            verify_seconds=verify["seconds"],
+            agent_seconds=stop.agent_seconds,
+            verify_seconds=verify.seconds,
             steps=summary["steps"],
             tokens_in=summary["tokens_in"],
             tokens_out=summary["tokens_out"],
@@ -206,15 +196,15 @@ class Runner:
             started_at, clock = now(), time.monotonic()
             try:
                 row = self._execute(attempt, folder)
-                (folder / "timing.json").write_text(json.dumps({"wall_seconds": elapsed(clock)}))
+                runfolder.write_timing(folder, elapsed(clock))
                 break
             except Exception as exc:  # any harness failure is not the agent's
                 if self.cancelled.is_set():
                     raise KeyboardInterrupt from exc
                 if not isinstance(exc, DeployBenchError):
-                    (folder / "harness_error.txt").write_text(traceback.format_exc())
-                jsonl.append(
-                    self.o.run_dir / "infra_errors.jsonl",
+                    (folder / runfolder.HARNESS_ERROR).write_text(traceback.format_exc())
+                runfolder.log_infra_error(
+                    self.o.run_dir,
                     {
                         "task_id": attempt.task_id,
                         "agent": attempt.agent,
@@ -224,7 +214,7 @@ class Runner:
                         "at": now(),
                     },
                 )
-                kept = folder.with_name(f"{attempt.number}.infra-{tries}")
+                kept = runfolder.infra_dir(folder, tries)
                 shutil.rmtree(kept, ignore_errors=True)
                 folder.rename(kept)
                 row = self._row(attempt, started_at, status="infra_error")
@@ -240,8 +230,8 @@ class Runner:
         try:
             storage.upload_attempt(folder, self.o.upload)
         except Exception as exc:  # the results matter more than the copy
-            jsonl.append(
-                self.o.run_dir / "upload_errors.jsonl",
+            runfolder.log_upload_error(
+                self.o.run_dir,
                 {"folder": str(folder), "reason": f"{type(exc).__name__}: {exc}", "at": now()},
             )
 
@@ -260,6 +250,10 @@ class Runner:
         self.cleanup()
         done = self.store.finished()
         todo = [a for a in self.planned() if (a.task_id, a.agent, a.number) not in done]
+        # The backend's sanity check, once per run for each kind of machine the run asks for,
+        # before any machine: the attempts' provisions find it made.
+        for a in todo:
+            self.o.backend.check(self._request(a.task_id, a.agent))
         total = len(self.planned())
         passed = sum(1 for r in self.store.load() if r.get("passed"))
         columns = (

@@ -81,7 +81,7 @@ def test_mmdebstrap_missing(state_home, tmp_path):
     # A PATH with everything the backend needs except mmdebstrap, and no cached image.
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    for tool in ("terraform", "unshare", "ssh-keygen"):
+    for tool in ("terraform", "unshare", "systemd-nspawn", "ssh-keygen"):
         os.symlink(shutil.which(tool), bindir / tool)
     proc = run_cli(
         "provision",

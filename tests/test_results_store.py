@@ -3,7 +3,7 @@ import json
 import pytest
 
 from deploybench.errors import DeployBenchError
-from deploybench.results import ResultsStore
+from deploybench.runfolder import ResultsStore
 
 ROW = {
     "run_id": "r",
@@ -45,3 +45,28 @@ def test_a_line_breaking_contract_3_is_refused(tmp_path):
     with pytest.raises(DeployBenchError, match="status"):
         store.append({**ROW, "status": "done"})
     assert not store.path.exists()
+
+
+def test_the_report_reads_a_cut_off_line_as_the_store_does(tmp_path):
+    """One reading of a half-written last line everywhere: the store and the report's reader
+    (through deploybench.runfolder) both leave it out, and the report says so."""
+    from deploybench.analysis.load import read_results
+
+    store = ResultsStore(tmp_path)
+    store.append(ROW)
+    with open(store.path, "a") as f:
+        f.write(json.dumps({**ROW, "attempt": 2})[:40])
+    notes: list[str] = []
+    assert [r["attempt"] for r in read_results(tmp_path, notes)] == [1]
+    assert notes and "cut off" in notes[0]
+    assert [r["attempt"] for r in store.load()] == [1]
+
+
+def test_a_complete_last_line_without_its_newline_is_kept(tmp_path):
+    store = ResultsStore(tmp_path)
+    store.append(ROW)
+    with open(store.path, "a") as f:
+        f.write(json.dumps({**ROW, "attempt": 2}))  # cut just before the newline
+    assert [r["attempt"] for r in store.load()] == [1, 2]
+    store.append({**ROW, "attempt": 3})
+    assert [r["attempt"] for r in store.load()] == [1, 2, 3]

@@ -62,6 +62,9 @@ class AwsBackend(CloudBackend):
             raise DeployBenchError("the aws backend offers one image: ubuntu2204")
         operator_cidr(_endpoint_overridden())  # before any machine, not in every attempt
 
+    def machine_type(self, gpu: bool) -> str:
+        return instance_type(gpu)
+
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:
         return {
             "region": region(),

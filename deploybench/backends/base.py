@@ -1,4 +1,7 @@
-"""The backend interface: name, sanity checks, provision, machines, destroy.
+"""The backend interface: everything a caller may ask of a backend (its sanity check, once per
+run; provision, machines, destroy, sweep; the state it collects of a machine after the agent;
+the machine type it asks for and what that costs). No caller asks which backend it holds
+(tests/test_seams.py).
 
 Every backend provisions through its Terraform root (terraform/envs/<name>) into a deployment
 folder that holds the state, the variables and the rendered inventory, so a deployment can be
@@ -7,6 +10,7 @@ listed and destroyed later by any process, also after a crash."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
@@ -39,6 +43,12 @@ class Backend(ABC):
     default_image: str
     # How many times a failed `terraform apply` is run: see Deployment.apply.
     apply_attempts: int = 1
+    # Whether its machines are paid for by the hour: a run then prints an estimate and asks.
+    billed: bool = False
+
+    def __init__(self) -> None:
+        self._checked: set[tuple[str | None, bool] | None] = set()
+        self._check_lock = threading.Lock()
 
     @property
     def env_dir(self) -> Path:
@@ -47,6 +57,27 @@ class Backend(ABC):
     @abstractmethod
     def sanity_check(self, request: MachineRequest | None = None) -> None:
         """Raise DeployBenchError naming what is missing before anything is made."""
+
+    def check(self, request: MachineRequest | None = None) -> None:
+        """The sanity check, made once per backend object for each kind of machine (image,
+        GPU) asked for. A run holds one backend object, so it checks before its first machine
+        and never again in its attempts."""
+        key = None if request is None else (request.image, request.gpu)
+        with self._check_lock:
+            if key in self._checked:
+                return
+            self.sanity_check(request)
+            self._checked.add(key)
+
+    def machine_type(self, gpu: bool) -> str | None:
+        """The machine type this backend asks its provider for; None when it has none."""
+        return None
+
+    def collect_state(self, machines: dict[str, dict], dest: Path) -> None:
+        """Keep in dest (the attempt's state folder) what only the backend can see of a
+        machine after the agent stopped, before the machine is destroyed. Nothing by default;
+        what the playbook collects over SSH is the same for every backend."""
+        return None
 
     @abstractmethod
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:
@@ -58,7 +89,7 @@ class Backend(ABC):
         return None
 
     def provision(self, request: MachineRequest, folder: Path) -> dict[str, dict]:
-        self.sanity_check(request)
+        self.check(request)
         folder.mkdir(parents=True, exist_ok=True)
         record = {
             "backend": self.name,

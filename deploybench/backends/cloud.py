@@ -143,6 +143,7 @@ class CloudBackend(Backend):
     # tainted cloud resource through its delete call. (Not for local machines: Terraform runs
     # no destroy-time provisioner for a tainted resource, so a half-booted machine would leak.)
     apply_attempts = 3
+    billed = True
 
     def sanity_check(self, request: MachineRequest | None = None) -> None:
         terraform_binary()

@@ -83,6 +83,9 @@ class GcpBackend(CloudBackend):
             raise DeployBenchError("the gcp backend offers one image: ubuntu2204")
         operator_cidr()  # before any machine, not in every attempt
 
+    def machine_type(self, gpu: bool) -> str:
+        return machine_type(gpu)
+
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:
         return {
             "project": project(),

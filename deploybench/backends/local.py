@@ -69,6 +69,15 @@ class LocalBackend(Backend):
             if request.gpu and not any(Path("/dev").glob("nvidia[0-9]*")):
                 raise DeployBenchError("--gpu asked for, but this host has no /dev/nvidia* device")
 
+    def collect_state(self, machines: dict[str, dict], dest: Path) -> None:
+        """The files the agent changed, read from the overlay's upper layer on the host."""
+        from deploybench import runfolder
+
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / runfolder.CHANGED_FILES).write_text(
+            "".join(f"{row}\n" for row in machine.changed_files(state_home(), next(iter(machines))))
+        )
+
     def before_apply(self, request: MachineRequest, folder: Path) -> None:
         image = request.image or self.default_image
         if images.is_built(image):
@@ -147,6 +156,7 @@ class LocalBackend(Backend):
                 machine.end_cgroup(f"{machine.cgroup_group(state_home())}/{name}")
 
     def sweep(self, dry_run: bool = False) -> list[str]:
+        self.check()  # ending machines on this host needs root
         mroot = machine.machines_dir(state_home())
         found = sorted(p.name for p in mroot.glob("*")) if mroot.is_dir() else []
         found += [f"pid {pid}" for pid in machine.stray_namespaces(state_home())]

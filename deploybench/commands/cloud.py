@@ -7,13 +7,13 @@ from pathlib import Path
 import click
 
 from deploybench import storage
-from deploybench.backends import get_backend
+from deploybench.backends import BACKENDS, get_backend
 
 
 @click.command()
 @click.option(
     "--backend",
-    type=click.Choice(["aws", "gcp", "local"]),
+    type=click.Choice(sorted(BACKENDS)),
     required=True,
     help="Where to look for leftovers.",
 )
@@ -24,10 +24,7 @@ def sweep(backend: str, dry_run: bool) -> None:
     aws and gcp: every instance tagged (labelled) with this controller's owner
     (DEPLOYBENCH_OWNER, default "deploybench") whose deployment no longer has Terraform state
     here, then its security group or firewall rule and key pair. Live deployments are kept."""
-    impl = get_backend(backend)
-    if backend == "local":
-        impl.sanity_check()
-    found = impl.sweep(dry_run=dry_run)
+    found = get_backend(backend).sweep(dry_run=dry_run)
     verb = "would destroy" if dry_run else "destroyed"
     for item in found:
         click.echo(f"{verb} {item}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict
 from pathlib import Path
@@ -12,6 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from deploybench import runfolder
 from deploybench.agents import AgentSpec, load_agent
 from deploybench.backends import get_backend
 from deploybench.catalog import homes, load_tasks, verifier_dir
@@ -79,22 +79,16 @@ def results_table(rows: list[dict]) -> Table:
     return table
 
 
-# Options a resumed run takes from run.json. Given again on the command line, each must equal
+# Options a resumed run takes from its run.json. Given again on the command line, each must equal
 # the run's value; --parallel alone may differ (it changes how fast, not what is run).
 RESUMED = ("backend", "tasks", "agents", "attempts", "agent_seconds", "image", "upload")
 DEFAULTS = {"backend": "local", "attempts": 1, "parallel": 1}
 
 
-def _resume_options(meta_file: Path, given: dict[str, Any]) -> dict[str, Any]:
-    """The run's own options from run.json; an option given again that differs is an error."""
-    if not meta_file.is_file():
-        raise DeployBenchError(
-            f"no run {meta_file.parent.name} to resume: {meta_file} does not exist"
-        )
-    try:
-        meta = json.loads(meta_file.read_text())
-    except (OSError, ValueError) as exc:
-        raise DeployBenchError(f"{meta_file}: cannot read the run's options: {exc}") from exc
+def _resume_options(run_dir: Path, given: dict[str, Any]) -> dict[str, Any]:
+    """The run's own options (its run.json); an option given again that differs is an error."""
+    meta = runfolder.read_run_meta(run_dir)
+    meta_file = runfolder.run_meta_path(run_dir)
     for name in RESUMED:
         value = given.get(name)
         if value is not None and value != meta.get(name):
@@ -128,7 +122,7 @@ def execute(
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", run_id):
         raise DeployBenchError(f"bad --run-id {run_id!r}: letters, digits, . _ - only")
     run_dir = runs_dir() / run_id
-    meta_file = run_dir / "run.json"
+    meta_file = runfolder.run_meta_path(run_dir)
     if run_dir.exists() and not resume:
         raise DeployBenchError(
             f"run {run_id} exists in {run_dir}: add --resume, or pick a new --run-id"
@@ -140,7 +134,7 @@ def execute(
                 "leave out --agent-config and --llm-base-url"
             )
         meta = _resume_options(
-            meta_file,
+            run_dir,
             {
                 "backend": backend,
                 "tasks": _split(tasks) or None,
@@ -173,11 +167,12 @@ def execute(
     # Sources before machines: a commit or repository that cannot be had is one line, no machine.
     sources.ensure(chosen, source_mirror)
     chosen_backend = get_backend(backend)
-    chosen_backend.sanity_check()
-    if backend in ("aws", "gcp") and not resume:
+    chosen_backend.check()
+    if not resume:
         from deploybench import costs
 
-        costs.estimate_and_confirm(backend, chosen, agents, attempts, yes)
+        # A backend that bills nothing (local) asks nothing.
+        costs.estimate_and_confirm(chosen_backend, chosen, agents, attempts, yes)
     # Owner only: the run folder holds the agents' logs and the machines' state.
     runs_dir().mkdir(parents=True, exist_ok=True)
     run_dir.mkdir(mode=0o700, exist_ok=True)
@@ -197,9 +192,7 @@ def execute(
             "agent_specs": [asdict(a) for a in agents],
             "created_at": now(),
         }
-        tmp = meta_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(meta, indent=2))
-        tmp.replace(meta_file)
+        runfolder.write_run_meta(run_dir, meta)
     runner = Runner(
         RunOptions(
             run_dir=run_dir,
@@ -303,7 +296,7 @@ def run(**kwargs) -> None:
     --resume continues where the run stopped."""
     run_dir, rows = execute(**kwargs)
     Console(width=160).print(results_table(rows))
-    click.echo(f"results: {run_dir / 'results.jsonl'}")
+    click.echo(f"results: {runfolder.results_path(run_dir)}")
 
 
 def record_validated(path: Path, row: dict, image: str) -> None:

@@ -1,0 +1,280 @@
+"""The run folder, runs/<run_id>/, and its one owner: every name in it is spelled here.
+
+    runs/<run_id>/run.json                 the run's options (what --resume continues)
+    runs/<run_id>/results.jsonl            contract 3: one line per attempt, appended whole
+    runs/<run_id>/infra_errors.jsonl       every infrastructure failure, retried or not
+    runs/<run_id>/upload_errors.jsonl      uploads that failed (`upload` resumes them)
+    runs/<run_id>/<task>/<agent>/<n>/      one attempt: the files named below
+    runs/<run_id>/<task>/<agent>/<n>.infra-<try>/   a try that ended in an infrastructure error
+
+The runner, the playbook's evidence callbacks, the report and diagnose write and read these
+files through this module only (tests/test_seams.py fails when another module spells one), and a
+JSON-lines file whose last line was cut off by a crash mid-write is read the same way
+everywhere: without that line, and said so."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from deploybench import contracts, jsonl
+from deploybench.errors import DeployBenchError
+
+# ---- the run's own files ----
+RUN_META = "run.json"
+RESULTS = "results.jsonl"
+INFRA_ERRORS = "infra_errors.jsonl"
+UPLOAD_ERRORS = "upload_errors.jsonl"
+
+# ---- an attempt's files ----
+STOP = "stop.json"  # how the agent stopped (Stop)
+VERIFY = "verify.json"  # how the verifier ran (Verify)
+VERDICT = "verdict.json"  # contract 4
+TRAJECTORY = "trajectory.jsonl"  # contract 5
+TRAJECTORY_NATIVE = "trajectory.native.jsonl"  # a command agent's own log, before conversion
+TRAJECTORY_AGENT = "trajectory.agent.jsonl"  # the agent's file, kept when lines were dropped
+TRAJECTORY_ERRORS = "trajectory_errors.json"  # the lines dropped, and why
+RUNBOOK = "RUNBOOK.MD"  # the agent's runbook, as it left it in the workdir
+AGENT_LOG = "agent.log"
+TIMING = "timing.json"  # the attempt's wall time on the controller
+HARNESS_ERROR = "harness_error.txt"  # the traceback of a harness bug
+DIAGNOSIS = "diagnosis.json"  # `deploybench diagnose`
+DIAGNOSIS_PROMPT = "diagnosis_prompt.md"
+# What the playbook fetches, unpacked on the controller (deploybench.evidence).
+STATE_TARBALL = "state.tar.gz"
+VERIFIER_TARBALL = "verifier.tar.gz"
+VERIFIER_B64 = "verifier.tar.gz.b64"
+AGENT_FILES_B64 = "agent_files.b64"
+# Folders of an attempt.
+STATE_DIR = "state"  # the agent's machine after it stopped
+CHANGED_FILES = "changed_files.txt"  # in STATE_DIR: what the agent changed (local backend)
+VERIFIER_DIR = "verifier"  # the verifier's logs
+VERIFIER_STDOUT = "verifier_stdout.log"  # in VERIFIER_DIR
+ANSIBLE_DIR = "ansible"  # ansible-runner's private data folder
+MACHINE_DIR = "machine"  # how Terraform made and destroyed the machine
+
+# The files the agent left, moved to the attempt's top level (the analysis reads them there).
+AGENT_FILES = (AGENT_LOG, TRAJECTORY, RUNBOOK)
+# Every file name of a run folder: no other module spells one (tests/test_seams.py).
+RUN_FILES = (RUN_META, RESULTS, INFRA_ERRORS, UPLOAD_ERRORS)
+ATTEMPT_FILES = (
+    STOP,
+    VERIFY,
+    VERDICT,
+    TRAJECTORY,
+    TRAJECTORY_NATIVE,
+    TRAJECTORY_AGENT,
+    TRAJECTORY_ERRORS,
+    AGENT_LOG,
+    TIMING,
+    HARNESS_ERROR,
+    DIAGNOSIS,
+    DIAGNOSIS_PROMPT,
+    STATE_TARBALL,
+    VERIFIER_TARBALL,
+    VERIFIER_B64,
+    AGENT_FILES_B64,
+    CHANGED_FILES,
+    VERIFIER_STDOUT,
+)
+
+
+def attempt_dir(run_dir: Path, task_id: str, agent: str, number: int) -> Path:
+    return Path(run_dir) / task_id / agent / str(number)
+
+
+def attempt_of(run_dir: Path, row: dict[str, Any]) -> Path:
+    """The folder of a results.jsonl row's attempt."""
+    return attempt_dir(run_dir, row["task_id"], row["agent"], row["attempt"])
+
+
+def infra_dir(attempt: Path, tries: int) -> Path:
+    """Where a try that ended in an infrastructure error is kept."""
+    return attempt.with_name(f"{attempt.name}.infra-{tries}")
+
+
+# ---- JSON files ----
+def read_json(path: Path) -> Any:
+    """One JSON document; a missing or broken file is one error naming it."""
+    try:
+        return json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise DeployBenchError(f"{path}: cannot read ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise DeployBenchError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+
+
+def _write_json(path: Path, data: Any, indent: int | None = 2) -> None:
+    Path(path).write_text(json.dumps(data, indent=indent))
+
+
+# ---- JSON lines: the cut-off last line ----
+def complete_lines(text: str, path: Path | str, notes: list[str] | None = None) -> list[str]:
+    """The lines of a JSON-lines file. Lines are appended in one write each (jsonl.append), so
+    a crash mid-write leaves at most one last line without its newline; when that line is not
+    JSON it is dropped (and a note says so). Every reader of a run folder's JSON lines goes
+    through here."""
+    lines = text.splitlines()
+    if text and not text.endswith("\n") and lines:
+        try:
+            json.loads(lines[-1])
+        except json.JSONDecodeError:
+            lines.pop()
+            if notes is not None:
+                notes.append(f"{path}: the last line was cut off (a crash mid-write); skipped")
+    return lines
+
+
+def read_jsonl(path: Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """The rows of a JSON-lines file of the run folder; a bad line other than a cut-off last
+    one is an error naming the file and the line."""
+    text = Path(path).read_text()
+    return jsonl.parse("\n".join(complete_lines(text, path, notes)), path)
+
+
+# ---- the run ----
+def write_run_meta(run_dir: Path, meta: dict[str, Any]) -> None:
+    """run.json, replaced whole (never seen half-written)."""
+    target = Path(run_dir) / RUN_META
+    tmp = target.with_suffix(".tmp")
+    _write_json(tmp, meta)
+    tmp.replace(target)
+
+
+def read_run_meta(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / RUN_META
+    if not path.is_file():
+        raise DeployBenchError(f"no run {Path(run_dir).name} to resume: {path} does not exist")
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DeployBenchError(f"{path}: cannot read the run's options: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise DeployBenchError(f"{path}: cannot read the run's options: not an object")
+    return meta
+
+
+def run_meta_path(run_dir: Path) -> Path:
+    return Path(run_dir) / RUN_META
+
+
+def results_path(run_dir: Path) -> Path:
+    return Path(run_dir) / RESULTS
+
+
+def log_infra_error(run_dir: Path, row: dict[str, Any]) -> None:
+    jsonl.append(Path(run_dir) / INFRA_ERRORS, row)
+
+
+def log_upload_error(run_dir: Path, row: dict[str, Any]) -> None:
+    jsonl.append(Path(run_dir) / UPLOAD_ERRORS, row)
+
+
+class ResultsStore:
+    """runs/<run_id>/results.jsonl (contract 3): one line per attempt, appended whole.
+
+    Each line goes out in one write() on a file opened for appending and is fsynced, so a crash
+    leaves at most a line without its newline at the end; loading drops such a tail (as every
+    reader does, see complete_lines) and cuts it from the file so the next append starts
+    clean."""
+
+    def __init__(self, run_dir: Path):
+        self.path = results_path(run_dir)
+        self._lock = threading.Lock()
+
+    def load(self, notes: list[str] | None = None) -> list[dict[str, Any]]:
+        if not self.path.is_file():
+            return []
+        text = self.path.read_text()
+        lines = complete_lines(text, self.path, notes)
+        if text and not text.endswith("\n"):
+            kept = "".join(f"{line}\n" for line in lines)
+            self.path.write_text(kept)
+        return jsonl.parse("\n".join(lines), self.path)
+
+    def append(self, row: dict[str, Any]) -> None:
+        contracts.check(contracts.RESULT, row, f"{RESULTS} line")
+        with self._lock:
+            jsonl.append(self.path, row, durable=True)
+
+    def finished(self) -> set[tuple[str, str, int]]:
+        return {(r["task_id"], r["agent"], r["attempt"]) for r in self.load()}
+
+
+# ---- an attempt's typed records ----
+@dataclass(frozen=True)
+class Stop:
+    """stop.json: how the agent's run ended."""
+
+    agent_rc: int | None
+    agent_seconds: float
+    timed_out: bool
+    killed_processes: int = 0
+
+
+@dataclass(frozen=True)
+class Verify:
+    """verify.json: how the verifier's run ended."""
+
+    verifier_rc: int | None
+    seconds: float
+    timed_out: bool
+
+
+def _typed(cls, path: Path, data: Any):
+    if not isinstance(data, dict):
+        raise DeployBenchError(f"{path}: not a JSON object")
+    try:
+        return cls(**data)
+    except TypeError as exc:
+        raise DeployBenchError(f"{path}: {exc}") from None
+
+
+def write_stop(attempt: Path, stop: Stop) -> None:
+    _write_json(Path(attempt) / STOP, asdict(stop))
+
+
+def read_stop(attempt: Path) -> Stop:
+    path = Path(attempt) / STOP
+    return _typed(Stop, path, read_json(path))
+
+
+def write_verify(attempt: Path, verify: Verify) -> None:
+    _write_json(Path(attempt) / VERIFY, asdict(verify), indent=None)
+
+
+def read_verify(attempt: Path) -> Verify:
+    path = Path(attempt) / VERIFY
+    return _typed(Verify, path, read_json(path))
+
+
+def write_verdict(attempt: Path, verdict: dict[str, Any]) -> None:
+    _write_json(Path(attempt) / VERDICT, verdict)
+
+
+def has_verdict(attempt: Path) -> bool:
+    return (Path(attempt) / VERDICT).is_file()
+
+
+def read_verdict(attempt: Path) -> dict[str, Any]:
+    """verdict.json (contract 4), checked against its schema."""
+    path = Path(attempt) / VERDICT
+    data = read_json(path)
+    contracts.check(contracts.VERDICT, data, str(path))
+    return data
+
+
+def write_timing(attempt: Path, wall_seconds: float) -> None:
+    _write_json(Path(attempt) / TIMING, {"wall_seconds": wall_seconds}, indent=None)
+
+
+def read_runbook(attempt: Path) -> str | None:
+    path = Path(attempt) / RUNBOOK
+    return path.read_text(errors="replace") if path.is_file() else None
+
+
+def trajectory_path(attempt: Path) -> Path:
+    return Path(attempt) / TRAJECTORY
