@@ -14,7 +14,13 @@ import yaml
 from deploybench import checks, verification
 from tests.conftest import REPO
 
-TASKS = ["yolov7_cvpr23", "groundingdino_eccv24", "mmseg_github24", "alexnet_neurips12"]
+TASKS = [
+    "yolov7_cvpr23",
+    "groundingdino_eccv24",
+    "mmseg_github24",
+    "alexnet_neurips12",
+    "neuralstyle_cvpr16",
+]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 FAILING = ["untouched", "shallow"]
 # The tasks on which "checks weakened to the entry point exists" is tried: such a verifier would
@@ -206,6 +212,24 @@ def test_alexnet_judges_the_training_and_its_checkpoint(tmp_path):
     other = copy_state(task, "pass", tmp_path / "other")
     edit(other / "checkpoints.txt", "./ConvNet__2026-12-01_21.06.11/1.4", "./1.4")
     assert failed(judged(task, other)) == ["checkpoint_file"]
+
+
+def test_neuralstyle_judges_the_losses_and_the_image(tmp_path):
+    # A NaN total loss, a run that stopped before its 50th iteration, and an image of the wrong
+    # size (the content image's own 1024 px) each fail alone.
+    task = "neuralstyle_cvpr16"
+    nan = copy_state(task, "pass", tmp_path / "nan")
+    text = (nan / "style_output.txt").read_text()
+    last = text.rsplit("  Total loss: ", 1)
+    (nan / "style_output.txt").write_text(last[0] + "  Total loss: nan\t\n")
+    assert failed(judged(task, nan)) == ["total_loss"]
+    short = copy_state(task, "pass", tmp_path / "short")
+    text = (short / "style_output.txt").read_text()
+    (short / "style_output.txt").write_text(text.split("Iteration 50 / 50")[0])
+    assert failed(judged(task, short)) == ["last_iteration"]
+    big = copy_state(task, "pass", tmp_path / "big")
+    edit(big / "output_image.txt", "256 192", "1024 768")
+    assert failed(judged(task, big)) == ["output_png"]
 
 
 @pytest.mark.parametrize("task_id", TASKS)
