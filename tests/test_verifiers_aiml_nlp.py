@@ -14,7 +14,14 @@ import yaml
 from deploybench import checks, verification
 from tests.conftest import REPO
 
-TASKS = ["adalora_iclr23", "bertscore_iclr20", "clue_mm22", "ergo_coling22", "mixtext_acl20"]
+TASKS = [
+    "adalora_iclr23",
+    "bertscore_iclr20",
+    "clue_mm22",
+    "ergo_coling22",
+    "mixtext_acl20",
+    "qlora_neurips23",
+]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 GPU_CHECKS = ["cuda_available", "gpu_listed", "gpu_used"]
 # What each shallow state (an env on the wrong device, or one that only imports) fails on.
@@ -45,6 +52,23 @@ SHALLOW_FAILS = {
             "train_exit_code",
             "train_loss",
             "val_acc",
+        ]
+    ),
+    # 4-bit loading needs the GPU: everything after the imports fails.
+    "qlora_neurips23": sorted(
+        [
+            *GPU_CHECKS,
+            "adapter_alpha",
+            "adapter_rank",
+            "adapter_weights",
+            "all_params",
+            "completed",
+            "last_step_loss",
+            "loaded_model",
+            "ten_steps",
+            "train_exit_code",
+            "train_loss",
+            "trainable_params",
         ]
     ),
 }
@@ -191,6 +215,24 @@ def test_mixtext_judges_the_yahoo_split_and_the_accuracies(tmp_path):
     percent = copy_state("mixtext_acl20", "pass", tmp_path / "percent")
     edit(percent / "train_output.txt", "val acc 0.2316,", "val acc 23.16,")
     assert failed(judged("mixtext_acl20", percent)) == ["val_acc"]
+
+
+def test_qlora_judges_the_lora_shape_and_the_steps(tmp_path):
+    # LoRA on the attention only (the 4-bit count of r=64 on q,k,v,o: 33,554,432), a run that
+    # stopped at step 5, and an adapter of another rank each fail alone.
+    attention = copy_state("qlora_neurips23", "pass", tmp_path / "attention")
+    edit(
+        attention / "train_output.txt",
+        "trainable params: 79953920.0",
+        "trainable params: 33554432.0",
+    )
+    assert failed(judged("qlora_neurips23", attention)) == ["trainable_params"]
+    short = copy_state("qlora_neurips23", "pass", tmp_path / "short")
+    edit(short / "trainer_state.json", '"global_step": 10,', '"global_step": 5,')
+    assert failed(judged("qlora_neurips23", short)) == ["ten_steps"]
+    rank = copy_state("qlora_neurips23", "pass", tmp_path / "rank")
+    edit(rank / "adapter_config.json", '"r": 64,', '"r": 8,')
+    assert failed(judged("qlora_neurips23", rank)) == ["adapter_rank"]
 
 
 @pytest.mark.parametrize("task_id", TASKS)
