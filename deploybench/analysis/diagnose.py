@@ -23,11 +23,11 @@ from typing import Any
 import jinja2
 import yaml
 
+from deploybench import runfolder
 from deploybench.errors import DeployBenchError
 
 PATTERNS_FILE = Path(__file__).with_name("failure_patterns.yaml")
 TEMPLATES = Path(__file__).parent  # the .j2 files sit beside the code (package data)
-DIAGNOSIS = "diagnosis.json"
 _TAIL_BYTES = 4000
 ATTEMPTS = 3  # tries per request to the model server
 RETRY_SECONDS = 1.0
@@ -98,7 +98,10 @@ def rules_root_cause(
     elif result.get("failure_category"):
         parts.append(f"the verifier reported {result['failure_category']}")
     if folder is not None:
-        for log in (folder / "verifier" / "verifier_stdout.log", folder / "agent.log"):
+        for log in (
+            folder / runfolder.VERIFIER_DIR / runfolder.VERIFIER_STDOUT,
+            folder / runfolder.AGENT_LOG,
+        ):
             lines = [ln.strip() for ln in _tail(log).splitlines() if _ERROR_LINE.search(ln)]
             evidence += [f"{log.name}: {ln}" for ln in lines[-3:]]
     if not parts:
@@ -154,16 +157,16 @@ def render_prompt(
         keep_trailing_newline=True,
     )
     state = []
-    for name in ("RUNBOOK.MD",):
+    for name in (runfolder.RUNBOOK,):
         if (folder / name).is_file():
             state.append((name, _read(folder / name, 2000)))
-    state_dir = folder / "state"
+    state_dir = folder / runfolder.STATE_DIR
     if state_dir.is_dir():
         for path in sorted(state_dir.iterdir()):
             if path.is_file():
                 state.append((f"state/{path.name}", _read(path, 1500)))
     logs = []
-    verifier_dir = folder / "verifier"
+    verifier_dir = folder / runfolder.VERIFIER_DIR
     if verifier_dir.is_dir():
         for path in sorted(verifier_dir.glob("*.log")):
             logs.append((path.name, _tail(path, 1500)))

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from deploybench import runfolder
 from deploybench.analysis import diagnose, render
-from deploybench.analysis.load import attempt_dir, read_results, read_trajectory, read_verdict
+from deploybench.analysis.load import read_results, read_trajectory
 from deploybench.catalog import load_tasks
 from deploybench.errors import DeployBenchError
 from deploybench.paths import TASKS_DIR
@@ -43,11 +44,10 @@ def diagnose_run(
         passed = bool(result["passed"])
         row = {"task_id": result["task_id"], "passed": passed, "patterns": []}
         if not passed:
-            folder = attempt_dir(run_dir, result)
-            verdict_path = folder / "verdict.json"
-            verdict = read_verdict(verdict_path) if verdict_path.is_file() else None
+            folder = runfolder.attempt_of(run_dir, result)
+            verdict = runfolder.read_verdict(folder) if runfolder.has_verdict(folder) else None
             if model:
-                trajectory = folder / "trajectory.jsonl"
+                trajectory = runfolder.trajectory_path(folder)
                 events = read_trajectory(trajectory) if trajectory.is_file() else []
                 commands = [e for e in events if e["kind"] == "command"]
                 prompt = diagnose.render_prompt(
@@ -59,7 +59,7 @@ def diagnose_run(
                     commands,
                 )
                 found = diagnose.diagnose_with_model(prompt, model, base_url)
-                (folder / "diagnosis_prompt.md").write_text(prompt)
+                (folder / runfolder.DIAGNOSIS_PROMPT).write_text(prompt)
             else:
                 found = diagnose.diagnose_by_rules(result, verdict, folder)
             record = {
@@ -69,7 +69,7 @@ def diagnose_run(
                 "attempt": result["attempt"],
                 **found,
             }
-            (folder / diagnose.DIAGNOSIS).write_text(json.dumps(record, indent=2) + "\n")
+            (folder / runfolder.DIAGNOSIS).write_text(json.dumps(record, indent=2) + "\n")
             row["patterns"] = found["patterns"]
             count += 1
         rows.append(row)
