@@ -12,8 +12,6 @@ import json
 import os
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -198,6 +196,11 @@ def ask_model(prompt: str, model: str, base_url: str, timeout: float = 120) -> s
     key = os.environ.get("OPENAI_API_KEY")
     if key:
         headers["Authorization"] = f"Bearer {key}"
+    # imported here: urllib.request (http.client, email, ssl) is dear to import, and the
+    # report, which runs the rules only, never calls a model
+    import urllib.error
+    import urllib.request
+
     url = base_url.rstrip("/") + "/chat/completions"
     data = None
     for attempt in range(1, ATTEMPTS + 1):

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from deploybench import contracts
+from deploybench import contracts, runfolder
 from deploybench.analysis import completion, recovery
 from deploybench.analysis.diagnose import diagnose_by_rules
 from deploybench.analysis.load import Runs, _read_if_file
@@ -227,7 +227,7 @@ def _patterns(att, runs: Runs) -> pd.Series:
     out = {}
     for a in att.index[~att["passed"]]:
         folder = runs.attempt_dirs[a]
-        saved = _read_if_file(folder / "diagnosis.json")
+        saved = _read_if_file(folder / runfolder.DIAGNOSIS)
         if saved is not None:
             out[a] = list(json.loads(saved).get("patterns") or [])
         else:

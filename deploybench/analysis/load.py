@@ -14,10 +14,10 @@ from typing import Any
 
 import jsonschema
 
-from deploybench import contracts
+from deploybench import contracts, runfolder
 from deploybench.errors import DeployBenchError
 
-RESULTS = "results.jsonl"
+RESULTS = runfolder.RESULTS
 _EVENT_KINDS = frozenset(contracts.EVENT_KINDS)
 _OPTIONAL_STR = ("command", "output", "path")
 _OPTIONAL_INT = ("exit_code", "tokens_in", "tokens_out")
@@ -100,24 +100,16 @@ def _compile(schema: dict[str, Any]):
 
 
 def attempt_dir(run_dir: Path, row: dict[str, Any]) -> Path:
-    return run_dir / row["task_id"] / row["agent"] / str(row["attempt"])
+    return runfolder.attempt_of(run_dir, row)
 
 
 def read_results(run_dir: Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
     path = run_dir / RESULTS
     if not path.is_file():
         raise DeployBenchError(f"{path}: no results.jsonl (is {run_dir} a run folder?)")
-    text = path.read_text()
-    lines = text.splitlines()
-    if text and not text.endswith("\n") and lines:
-        # A crash mid-append leaves one line without its newline (see results.py): a run in
-        # that state is read without it, and said so, rather than refused.
-        try:
-            json.loads(lines[-1])
-        except json.JSONDecodeError:
-            lines.pop()
-            if notes is not None:
-                notes.append(f"{path}: the last line was cut off (a crash mid-write); skipped")
+    # A crash mid-append leaves one line without its newline: read without it, and said so,
+    # as every reader of a run folder does (deploybench/runfolder.py).
+    lines = runfolder.complete_lines(path.read_text(), path, notes)
     rows = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -302,7 +294,7 @@ def load_runs(run_dirs: list[Path]) -> Runs:
             results.append(row)
             folder = attempt_dir(run_dir, row)
             dirs.append(folder)
-            trajectory = folder / "trajectory.jsonl"
+            trajectory = folder / runfolder.TRAJECTORY
             text = _read_if_file(trajectory)
             if text is not None:
                 events, text = _parse_trajectory(trajectory, text)
@@ -321,15 +313,15 @@ def load_runs(run_dirs: list[Path]) -> Runs:
                 for key, values in mine.items():
                     cols[key] += values
             elif row["status"] == "completed":
-                missing["trajectory.jsonl"] = missing.get("trajectory.jsonl", 0) + 1
-            verdict = folder / "verdict.json"
+                missing[runfolder.TRAJECTORY] = missing.get(runfolder.TRAJECTORY, 0) + 1
+            verdict = folder / runfolder.VERDICT
             text = _read_if_file(verdict)
             if text is not None:
                 verdicts[index] = read_verdict(verdict, text)
                 if row["passed"] is not None and verdicts[index]["passed"] != row["passed"]:
                     disagree += 1
             elif row["status"] == "completed":
-                missing["verdict.json"] = missing.get("verdict.json", 0) + 1
+                missing[runfolder.VERDICT] = missing.get(runfolder.VERDICT, 0) + 1
     notes += [
         f"{count} completed attempt(s) have no {name}; they count from results.jsonl alone"
         for name, count in sorted(missing.items())

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from deploybench import runfolder
 from deploybench.paths import TASKS_DIR
 
 AGENTS = [
@@ -148,7 +149,7 @@ def write_run(
         skill = 0.5 - 0.12 * (k % len(agents))
         passed = rng.random() < skill
         stop = "self_stop" if passed or rng.random() < 0.6 else rng.choice(["timeout", "max_steps"])
-        folder = run_dir / task_id / agent / str(attempt)
+        folder = runfolder.attempt_dir(run_dir, task_id, agent, attempt)
         folder.mkdir(parents=True, exist_ok=True)
         events, t, tokens_in, tokens_out = [], 0.0, 0, 0
         step = 0
@@ -188,7 +189,7 @@ def write_run(
                 }
             )
             events.append({"step": step + 2, "t": round(t + 2, 2), "kind": "finish"})
-        (folder / "trajectory.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+        (folder / runfolder.TRAJECTORY).write_text("".join(json.dumps(e) + "\n" for e in events))
         category = None if passed else rng.choice(_CATEGORIES + ["task_check"] * 4)
         layer = None if passed else (2 if category == "task_check" else 1)
         verdict = {
@@ -210,9 +211,9 @@ def write_run(
             },
             "seconds": 12.5,
         }
-        (folder / "verdict.json").write_text(json.dumps(verdict))
+        (folder / runfolder.VERDICT).write_text(json.dumps(verdict))
         runbook = "SUCCESS" if passed or rng.random() < 0.5 else rng.choice(["PARTIAL", "FAILED"])
-        (folder / "RUNBOOK.MD").write_text(f"STATUS: {runbook}\n")
+        (folder / runfolder.RUNBOOK).write_text(f"STATUS: {runbook}\n")
         lines.append(
             {
                 "run_id": run_dir.name,
@@ -237,7 +238,7 @@ def write_run(
                 "finished_at": "2026-01-01T01:00:00Z",
             }
         )
-    with (run_dir / "results.jsonl").open("w") as fh:
+    with (run_dir / runfolder.RESULTS).open("w") as fh:
         fh.writelines(json.dumps(line, sort_keys=True) + "\n" for line in lines)
 
 
