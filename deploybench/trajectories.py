@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from deploybench import contracts
+from deploybench import contracts, runfolder
 from deploybench.errors import DeployBenchError
 
 OUTPUT_LIMIT = 4000
@@ -25,7 +25,7 @@ def _event(step: int, t: float, kind: str, **fields: Any) -> dict[str, Any]:
     return event
 
 
-ERRORS_FILE = "trajectory_errors.json"
+ERRORS_FILE = runfolder.TRAJECTORY_ERRORS
 MAX_SHOWN = 10
 
 
@@ -91,7 +91,7 @@ def read_events(path: Path) -> list[dict[str, Any]]:
         events.append(row)
     if bad:
         bad.sort(key=lambda reason: int(reason.split()[1].rstrip(":")))
-        path.with_name("trajectory.agent.jsonl").write_bytes(raw)
+        path.with_name(runfolder.TRAJECTORY_AGENT).write_bytes(raw)
         write(events, path)
         _record_bad(path, bad)
     return events
