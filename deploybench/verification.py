@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from deploybench import checks as checks_mod
-from deploybench import contracts
+from deploybench import contracts, runfolder
 from deploybench.errors import DeployBenchError
 from deploybench.paths import VERIFIERS_DIR
 
@@ -185,7 +185,7 @@ def build_verdict(
         "layer2": {"passed": layer2_passed, "checks": checks},
         "seconds": round(float(seconds), 3),
     }
-    contracts.check(contracts.VERDICT, verdict, "verdict.json")
+    contracts.check(contracts.VERDICT, verdict, runfolder.VERDICT)
     return verdict
 
 
