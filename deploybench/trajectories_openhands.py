@@ -10,7 +10,8 @@ model's response (its id and usage) and `llm_metrics` (accumulated cost and toke
 One model call is one step: the actions of one response share its id. Per kind:
 - `run` (execute_bash) -> a `command`; its observation gives the exit code and output. A
   command the shell stopped waiting for (OpenHands' soft timeout: no new output for a while, or
-  the tool's own timeout) has exit code -1 and is marked soft_timeout.
+  the tool's own timeout) has exit code -1 and is marked soft_timeout; keys sent to a running
+  command (`is_input`) are a command line starting "# input to the running command".
 - `read` / `edit` / `write` (str_replace_editor view, create, str_replace, insert, undo_edit)
   -> `file_read` / `file_edit` with the path.
 - `message` and `think` from the agent -> `message` / `think`; `task_tracking` -> `task_tracker`.
@@ -30,7 +31,10 @@ from typing import Any
 from deploybench.trajectories import OUTPUT_LIMIT, _event
 
 MAX_ITERATION_MARK = "reached maximum iteration"
-EDIT_COMMANDS = {"create", "str_replace", "insert", "undo_edit", "write"}
+# What OpenHands' shell appends when it stops waiting for a command that is still running
+# (openhands-ai 1.6.0, runtime/utils/bash.py:409 no new output for a while, :442 the tool's
+# own timeout); the command's exit code is then -1.
+SOFT_TIMEOUT_NOTES = ("has no new output after", "timed out after")
 
 
 def _time(event: dict[str, Any]) -> float | None:
@@ -146,7 +150,10 @@ def from_openhands(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 metadata = extras.get("metadata") or {}
                 code = metadata.get("exit_code")
                 cause["exit_code"] = code if isinstance(code, int) else None
-                cause["soft_timeout"] = code == -1
+                # -1 is also what an input sent with no command running gets; only the shell's
+                # own notes (runtime/utils/bash.py:409, :442) say it stopped waiting.
+                note = f"{metadata.get('suffix') or ''}\n{content}"
+                cause["soft_timeout"] = code == -1 and any(m in note for m in SOFT_TIMEOUT_NOTES)
                 cause["output"] = content[-OUTPUT_LIMIT:]
             elif observation in ("read", "edit") and cause is not None:
                 cause["output"] = content[-OUTPUT_LIMIT:]

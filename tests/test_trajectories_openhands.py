@@ -1,0 +1,55 @@
+"""The `openhands` converter on trajectories the real OpenHands (openhands-ai 1.6.0, local
+runtime) saved with SAVE_TRAJECTORY_PATH while driven by tests/scripted_llm.py on this host
+(tests/fixtures/openhands/, recorded as said in docs/agents.md)."""
+
+import json
+from pathlib import Path
+
+from deploybench import trajectories
+
+FIXTURES = Path(__file__).parent / "fixtures" / "openhands"
+
+
+def convert(tmp_path, name):
+    events = trajectories.convert(FIXTURES / name, "openhands", tmp_path / "trajectory.jsonl")
+    return trajectories.from_contract5(events)  # raises on anything outside contract 5
+
+
+def test_finish_run_commands_files_tracker_think_and_tokens(tmp_path):
+    native = json.loads((FIXTURES / "finish.traj.json").read_text())
+    events = convert(tmp_path, "finish.traj.json")
+    kinds = [e["kind"] for e in events]
+    assert kinds.count("task_tracker") == 1 and events[0]["kind"] == "task_tracker"
+    assert "in_progress" in events[0]["output"]
+    commands = [e for e in events if e["kind"] == "command"]
+    assert [c["command"] for c in commands][:3] == [
+        "ls -la && cat hello.py", "python3 nope.py", "sleep 40; echo done",
+    ]  # fmt: skip
+    assert all(isinstance(c["exit_code"], int) for c in commands)
+    assert commands[0]["exit_code"] == 0 and "hello.py" in commands[0]["output"]
+    # OpenHands' own exit codes, as its shell reported them on this host (its output of one
+    # command can land in the next one's observation: kept as it was).
+    assert commands[2]["exit_code"] == 2
+    # Keys sent with no command running: exit code -1, but not a soft timeout.
+    assert commands[3]["command"].startswith("# input to the running command")
+    assert commands[3]["exit_code"] == -1 and commands[3]["soft_timeout"] is False
+    [read] = [e for e in events if e["kind"] == "file_read"]
+    assert read["path"].endswith("/hello.py") and "print('hello')" in read["output"]
+    edits = [e["path"].rsplit("/", 1)[1] for e in events if e["kind"] == "file_edit"]
+    assert edits == ["hello.py", "RUNBOOK.MD"]
+    assert any(e["kind"] == "think" and "It works now." in e["output"] for e in events)
+    assert events[-1]["kind"] == "finish"
+    assert events[-1]["output"] == "Done: hello.py prints hello world."
+
+    # One step per model response; tokens per step add up to OpenHands' own running total.
+    responses = {
+        e["tool_call_metadata"]["model_response"]["id"]
+        for e in native
+        if e.get("action") and e.get("tool_call_metadata")
+    }
+    summary = trajectories.summary(events)
+    assert summary["steps"] == len(responses) == 10
+    usage = native[-1]["llm_metrics"]["accumulated_token_usage"]
+    assert summary["tokens_in"] == usage["prompt_tokens"]
+    assert summary["tokens_out"] == usage["completion_tokens"]
+    assert summary["finished"] and summary["cost_usd"] is None  # no price for a local model
