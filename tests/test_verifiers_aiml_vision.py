@@ -20,6 +20,7 @@ TASKS = [
     "mmseg_github24",
     "alexnet_neurips12",
     "neuralstyle_cvpr16",
+    "equigrasp_rss22",
 ]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 FAILING = ["untouched", "shallow"]
@@ -230,6 +231,24 @@ def test_neuralstyle_judges_the_losses_and_the_image(tmp_path):
     big = copy_state(task, "pass", tmp_path / "big")
     edit(big / "output_image.txt", "256 192", "1024 768")
     assert failed(judged(task, big)) == ["output_png"]
+
+
+def test_equigrasp_judges_the_episodes_the_loss_and_the_logs(tmp_path):
+    # A run that stopped at 59 episodes, a NaN loss at the end, and a run whose logger wrote no
+    # checkpoint each fail.
+    task = "equigrasp_rss22"
+    short = copy_state(task, "pass", tmp_path / "short")
+    text = (short / "train_output.txt").read_text()
+    (short / "train_output.txt").write_text(text.rsplit("Steps:60;", 1)[0])
+    assert failed(judged(task, short)) == ["sixty_episodes"]
+    nan = copy_state(task, "pass", tmp_path / "nan")
+    edit(nan / "train_output.txt", "Loss:0.028; Time", "Loss:nan; Time")
+    assert failed(judged(task, nan)) == ["final_loss", "sixty_episodes"]
+    nockpt = copy_state(task, "pass", tmp_path / "nockpt")
+    text = (nockpt / "artifacts.txt").read_text()
+    kept = [x for x in text.splitlines() if "/checkpoint/" not in x]
+    (nockpt / "artifacts.txt").write_text("\n".join(kept) + "\n")
+    assert failed(judged(task, nockpt)) == ["checkpoint_saved"]
 
 
 @pytest.mark.parametrize("task_id", TASKS)
