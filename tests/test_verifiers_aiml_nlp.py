@@ -21,6 +21,7 @@ TASKS = [
     "ergo_coling22",
     "mixtext_acl20",
     "qlora_neurips23",
+    "pixelreasoner_neurips25",
 ]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 GPU_CHECKS = ["cuda_available", "gpu_listed", "gpu_used"]
@@ -69,6 +70,18 @@ SHALLOW_FAILS = {
             "train_exit_code",
             "train_loss",
             "trainable_params",
+        ]
+    ),
+    # vLLM finds no CUDA device: the Ray job writes nothing.
+    "pixelreasoner_neurips25": sorted(
+        [
+            *GPU_CHECKS,
+            "benchmark",
+            "eval_exit_code",
+            "pass1",
+            "questions_scored",
+            "rollouts_written",
+            "summary_line",
         ]
     ),
 }
@@ -233,6 +246,20 @@ def test_qlora_judges_the_lora_shape_and_the_steps(tmp_path):
     rank = copy_state("qlora_neurips23", "pass", tmp_path / "rank")
     edit(rank / "adapter_config.json", '"r": 64,', '"r": 8,')
     assert failed(judged("qlora_neurips23", rank)) == ["adapter_rank"]
+
+
+def test_pixelreasoner_judges_the_slice_and_the_accuracy(tmp_path):
+    # Metrics of the whole benchmark (not this run's slice), a V* that is not the benchmark's
+    # 191 questions, and an accuracy far below the policy's each fail alone.
+    whole = copy_state("pixelreasoner_neurips25", "pass", tmp_path / "whole")
+    edit(whole / "metrics.json", '"ntotal": 32', '"ntotal": 191')
+    assert failed(judged("pixelreasoner_neurips25", whole)) == ["questions_scored"]
+    other = copy_state("pixelreasoner_neurips25", "pass", tmp_path / "other")
+    edit(other / "slice.txt", "questions 191", "questions 40")
+    assert failed(judged("pixelreasoner_neurips25", other)) == ["vstar_prepared"]
+    weak = copy_state("pixelreasoner_neurips25", "pass", tmp_path / "weak")
+    edit(weak / "metrics.json", '"pass1": 0.78125', '"pass1": 0.25')
+    assert failed(judged("pixelreasoner_neurips25", weak)) == ["pass1"]
 
 
 @pytest.mark.parametrize("task_id", TASKS)
