@@ -47,6 +47,8 @@ class ScriptedLLM:
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     usage_sent: list[dict[str, int]] = field(default_factory=list)
+    # Wall-clock time (time.time()) of each request, e.g. to time the agent's first call.
+    times: list[float] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -67,6 +69,7 @@ class ScriptedLLM:
         with self._lock:
             n = len(self.requests)
             self.requests.append(request)
+            self.times.append(time.time())
             reply = self.script[min(n, len(self.script) - 1)]
             name, arguments = reply.call(self.dialect)
             # Deterministic, plausible counts: about 4 characters a token.
