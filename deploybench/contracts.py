@@ -1,7 +1,10 @@
-"""The five stable contracts of DESIGN.md as JSON Schemas, checked at every edge.
+"""The stable contracts of docs/design.md ("Contracts") as JSON Schemas, the one copy of each
+that the code checks data against where it crosses a seam.
 
-1 machines (Terraform output), 2 task.yaml (in catalog.py, it has its own file), 3 results.jsonl,
-4 verdict.json, 5 trajectory.jsonl. Everything else in the project may change; these may not."""
+1 machines (every backend's Terraform output; terraform/INTERFACE.md points here), 2 task.yaml
+(its schema has its own file, tasks/schema.json), 3 a results.jsonl line, 4 verdict.json,
+5 a trajectory.jsonl event. The run folder's file names are deploybench/runfolder.py's.
+Everything else in the project may change; these may not."""
 
 from __future__ import annotations
 

@@ -33,10 +33,7 @@ def _provider_mirror():
 OPERATOR = "203.0.113.7/32"
 CANONICAL = "099720109477"
 JAMMY = re.compile(r"^ubuntu/images/hvm-ssd/ubuntu-jammy-22\.04-amd64-server-")
-MACHINE_KEYS = {
-    "host", "port", "user", "private_key_file", "backend", "image",
-    "gpu_type", "gpu_count", "vcpus", "memory_gb",
-}  # fmt: skip
+MACHINE_KEYS = set(contracts.MACHINE["required"])  # contract 1, written once
 
 
 @pytest.fixture(scope="module")
