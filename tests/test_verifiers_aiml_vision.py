@@ -21,6 +21,7 @@ TASKS = [
     "alexnet_neurips12",
     "neuralstyle_cvpr16",
     "equigrasp_rss22",
+    "interactionwarping_corl23",
 ]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 FAILING = ["untouched", "shallow"]
@@ -249,6 +250,27 @@ def test_equigrasp_judges_the_episodes_the_loss_and_the_logs(tmp_path):
     kept = [x for x in text.splitlines() if "/checkpoint/" not in x]
     (nockpt / "artifacts.txt").write_text("\n".join(kept) + "\n")
     assert failed(judged(task, nockpt)) == ["checkpoint_saved"]
+
+
+def test_interactionwarping_judges_the_three_trials(tmp_path):
+    # A run cut short after two trials (no third log line, record or result) and a success rate
+    # out of range each fail.
+    task = "interactionwarping_corl23"
+    two = copy_state(task, "pass", tmp_path / "two")
+    text = (two / "warp_output.txt").read_text()
+    (two / "warp_output.txt").write_text(text.split("[INFO] Iteration: 2,")[0])
+    for name in ("trials.txt", "results.txt"):
+        kept = [x for x in (two / name).read_text().splitlines() if "trial_2" not in x]
+        (two / name).write_text("\n".join(kept) + "\n")
+    assert failed(judged(task, two)) == [
+        "results_written",
+        "trial_2_logged",
+        "trial_image",
+        "trial_records",
+    ]
+    odd = copy_state(task, "pass", tmp_path / "odd")
+    edit(odd / "warp_output.txt", "Place Success: 0.667,", "Place Success: 1.667,")
+    assert failed(judged(task, odd)) == ["place_success_rate"]
 
 
 @pytest.mark.parametrize("task_id", TASKS)
