@@ -175,7 +175,7 @@ def _recovery(events: pd.DataFrame) -> pd.DataFrame:
     codes = [None if c != c else int(c) for c in sub["exit_code"].tolist()]
     cmds = [c if isinstance(c, str) else None for c in sub["command"].tolist()]
     paths = [p if isinstance(p, str) else None for p in sub["path"].tolist()]
-    softs = [bool(v) for v in sub["soft_timeout"].tolist()]
+    softs = sub["soft_timeout"].tolist()  # a bool column: Python bools
     kinds = sub["kind"].tolist()
     # tuple.__new__ is what Action._make calls, without its Python-level wrapper
     make = partial(tuple.__new__, recovery.Action)

@@ -150,10 +150,28 @@ def window_install_with_marker(rule, failed, window, later_shell):
     for action in window:
         if action.kind != "command" or not action.command:
             continue
-        for sub in split_subcommands(action.command):
-            if classify(sub) == "Install" and any(p.search(sub) for p in markers):
-                return True
+        if _install_with_marker(action.command, markers):
+            return True
     return False
+
+
+# (markers, command) -> whether a sub-command is an Install holding a marker; cached per
+# command string like _SUB_HITS (the same command recurs in thousands of windows).
+_MARKER_HITS: dict[int, tuple[tuple[re.Pattern[str], ...], dict[str, bool]]] = {}
+
+
+def _install_with_marker(command: str, markers: tuple[re.Pattern[str], ...]) -> bool:
+    hits = _MARKER_HITS.get(id(markers))
+    if hits is None:
+        hits = _MARKER_HITS[id(markers)] = (markers, {})
+    hits = hits[1]
+    hit = hits.get(command)
+    if hit is None:
+        hit = hits[command] = any(
+            classify(sub) == "Install" and any(p.search(sub) for p in markers)
+            for sub in split_subcommands(command)
+        )
+    return hit
 
 
 def next_differs_in_action_phase(rule, failed, window, later_shell):
@@ -216,14 +234,15 @@ def label_attempt(
         (i for i in range(len(actions) - 1, -1, -1) if actions[i].kind == "command"), -1
     )
     size, rules = load_rules()
+    checks = [(TESTS[rule.test], rule) for rule in rules]  # each rule's test looked up once
     if failed_at is None:
         failed_at = [i for i, a in enumerate(actions) if a.failed]
     for i in failed_at:
         action = actions[i]
         window = actions[i + 1 : i + 1 + size]
         later_shell = last_shell > i
-        for rule in rules:
-            if TESTS[rule.test](rule, action, window, later_shell):
+        for test, rule in checks:
+            if test(rule, action, window, later_shell):
                 out.append((i, rule.id, rule.label))
                 break
     return out
