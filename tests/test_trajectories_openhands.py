@@ -53,3 +53,22 @@ def test_finish_run_commands_files_tracker_think_and_tokens(tmp_path):
     assert summary["tokens_in"] == usage["prompt_tokens"]
     assert summary["tokens_out"] == usage["completion_tokens"]
     assert summary["finished"] and summary["cost_usd"] is None  # no price for a local model
+
+
+def test_step_limit_run_soft_timeout_and_no_finish(tmp_path):
+    # `-i 3`: the shell stopped waiting for `sleep 45` (no new output after 10 s: exit code
+    # -1, a soft timeout); the next two commands were refused while it ran (-1, no timeout);
+    # then the controller hit its limit. OpenHands exits 0 and its saved trajectory has no
+    # event for the limit; its log says so.
+    events = convert(tmp_path, "max_iterations.traj.json")
+    commands = [e for e in events if e["kind"] == "command"]
+    assert [(c["command"], c["exit_code"], c["soft_timeout"]) for c in commands] == [
+        ("sleep 45; echo waited", -1, True),
+        ("ls", -1, False),
+        ("ls", -1, False),
+    ]
+    summary = trajectories.summary(events)
+    # The runner's rule: steps reached the spec's max_steps with no finish -> max_steps.
+    assert summary["steps"] == 3 and not summary["finished"]
+    log = (FIXTURES / "max_iterations.agent.log").read_text()
+    assert "Agent reached maximum iteration. Current iteration: 3, max iteration: 3" in log
