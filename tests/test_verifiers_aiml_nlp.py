@@ -22,6 +22,7 @@ TASKS = [
     "mixtext_acl20",
     "qlora_neurips23",
     "pixelreasoner_neurips25",
+    "ldm_cvpr22",
 ]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 GPU_CHECKS = ["cuda_available", "gpu_listed", "gpu_used"]
@@ -82,6 +83,19 @@ SHALLOW_FAILS = {
             "questions_scored",
             "rollouts_written",
             "summary_line",
+        ]
+    ),
+    # sample_diffusion.py calls model.cuda() before it samples anything.
+    "ldm_cvpr22": sorted(
+        [
+            *GPU_CHECKS,
+            "ddim_steps",
+            "done",
+            "first_png",
+            "last_png",
+            "npz_written",
+            "sample_exit_code",
+            "sampling_finished",
         ]
     ),
 }
@@ -260,6 +274,20 @@ def test_pixelreasoner_judges_the_slice_and_the_accuracy(tmp_path):
     weak = copy_state("pixelreasoner_neurips25", "pass", tmp_path / "weak")
     edit(weak / "metrics.json", '"pass1": 0.78125', '"pass1": 0.25')
     assert failed(judged("pixelreasoner_neurips25", weak)) == ["pass1"]
+
+
+def test_ldm_judges_the_samples(tmp_path):
+    # A black (NaN) sample, the count a reader of the README would expect instead of what run()
+    # prints, and a batch of another resolution each fail alone.
+    black = copy_state("ldm_cvpr22", "pass", tmp_path / "black")
+    edit(black / "sample_files.txt", "118734 Dec", "   824 Dec")
+    assert failed(judged("ldm_cvpr22", black)) == ["first_png"]
+    four = copy_state("ldm_cvpr22", "pass", tmp_path / "four")
+    edit(four / "sample_output.txt", "sampling of 3 images", "sampling of 4 images")
+    assert failed(judged("ldm_cvpr22", four)) == ["sampling_finished"]
+    small = copy_state("ldm_cvpr22", "pass", tmp_path / "small")
+    edit(small / "sample_files.txt", "4x256x256x3-samples", "4x64x64x3-samples")
+    assert failed(judged("ldm_cvpr22", small)) == ["npz_written"]
 
 
 @pytest.mark.parametrize("task_id", TASKS)
