@@ -1,0 +1,56 @@
+# Layer 2 experiment of jitterbug_osdi20 (hidden from the agent), after experiment_lib.sh.
+#
+# As the owner of WORKDIR (so with the owner's Racket packages: serval and rosette), runs the AE
+# guide's RV64 test on two scratch copies of the workdir's racket/ folder: the copy as it is, where
+# every BPF_ALU BPF_X instruction must verify, and a copy with the AE guide's bug injected into
+# racket/rv64/bpf_jit_comp64.rkt (the zero-extension after subw removed), where the verifier must
+# find the counterexample for (BPF_ALU BPF_SUB BPF_X). A stub that prints the documented success
+# lines cannot do both. Collects both outputs; checks.yaml judges them on the controller.
+# RUNBOOK.MD is never read.
+HOME_DIR=$(awk -F: -v u="$OWNER" '$1 == u { print $6 }' /etc/passwd)
+RACO=$(PATH=$SYSTEM_PATH command -v raco 2>/dev/null)
+# Else a Racket the agent unpacked: in its home, /usr/local, /opt or the workdir (racket-8.x/).
+for c in "$HOME_DIR/racket/bin/raco" /usr/local/racket/bin/raco /opt/racket/bin/raco \
+  "$WORKDIR"/*/bin/raco; do
+  [ -n "$RACO" ] && break
+  [ -x "$c" ] && RACO=$c
+done
+echo "raco: ${RACO:-none}" >"$LOG_DIR/raco.txt"
+as_owner "${RACO:-raco}" pkg show serval >>"$LOG_DIR/raco.txt" 2>&1
+
+mkdir -p "$SCRATCH/clean" "$SCRATCH/bug"
+cp -r "$WORKDIR/racket" "$SCRATCH/clean/racket" 2>/dev/null
+cp -r "$WORKDIR/racket" "$SCRATCH/bug/racket" 2>/dev/null
+JIT="$SCRATCH/bug/racket/rv64/bpf_jit_comp64.rkt"
+# The AE guide's bug: in the first (BPF_ALU BPF_SUB BPF_X) case, drop the PATCH form that emits
+# the zero-extension after subw.
+if [ -f "$JIT" ]; then
+  awk '
+    s == 0 && /\(emit_subw rd rd rs ctx\)\)$/ { print $0 "]"; s = 1; next }
+    s == 1 && /^[ \t]*$/ { next }
+    s == 1 && /\(PATCH \(when/ { s = 2; next }
+    s == 2 { s = 3; next }
+    { print }
+  ' "$WORKDIR/racket/rv64/bpf_jit_comp64.rkt" >"$JIT"
+fi
+BEFORE=$(wc -l <"$WORKDIR/racket/rv64/bpf_jit_comp64.rkt" 2>/dev/null)
+AFTER=$(wc -l <"$JIT" 2>/dev/null)
+if [ -n "$BEFORE" ] && [ "$((BEFORE - AFTER))" = 3 ]; then
+  echo "bug_injected: yes" >"$LOG_DIR/bug.txt"
+else
+  echo "bug_injected: no" >"$LOG_DIR/bug.txt"
+fi
+chown -R "$OWNER" "$SCRATCH"
+
+for run in clean bug; do
+  {
+    echo "== experiment $run: raco test racket/test/rv64/verify-alu32-x.rkt"
+    cd "$SCRATCH/$run" && rc_of "$run" as_owner timeout 1500 "${RACO:-raco}" test \
+      racket/test/rv64/verify-alu32-x.rkt
+    echo "exit code: $(cat "$LOG_DIR/$run.rc")"
+  } >"$LOG_DIR/0${run}_test.txt" 2>&1
+done
+mv "$LOG_DIR/0clean_test.txt" "$LOG_DIR/clean.txt"
+mv "$LOG_DIR/0bug_test.txt" "$LOG_DIR/bug_run.txt"
+# Layer 1 reads *.log: the clean run's output is one; the injected bug's expected FAILURE is not.
+cp "$LOG_DIR/clean.txt" "$LOG_DIR/02_clean.log"
