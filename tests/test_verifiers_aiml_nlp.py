@@ -11,7 +11,7 @@ import subprocess
 import pytest
 import yaml
 
-from deploybench import checks, verification
+from deploybench import checks, toolkit, verification
 from tests.conftest import REPO
 
 TASKS = [
@@ -141,7 +141,8 @@ def test_failing_states_fail(task_id, state):
     assert result["passed"] is False
     assert result["layer2"]["passed"] is False
     if state == "untouched":
-        # Nothing ran: the environment check and every GPU check fail.
+        # Nothing ran (the untouched states are real runs of experiment.sh here): the environment
+        # check and every GPU check fail.
         assert {"environment", *GPU_CHECKS} <= set(failed(result["layer2"]["checks"]))
 
 
@@ -155,6 +156,62 @@ def test_every_gpu_task_demands_gpu_evidence(task_id):
     kinds = {c["name"]: c["kind"] for c in verification.load_checks(task_id)}
     assert kinds.get("gpu_used") == "gpu_used"
     assert set(GPU_CHECKS) <= set(kinds)
+
+
+# The entry point of each task's staged tree (tasks/<id>/task.yaml), for the untouched run below.
+ENTRY = {
+    "adalora_iclr23": "NLU/examples/text-classification/run_glue.py",
+    "bertscore_iclr20": "bert_score_cli/score.py",
+    "clue_mm22": "train.py",
+    "ergo_coling22": "train.py",
+    "mixtext_acl20": "code/train.py",
+    "qlora_neurips23": "qlora.py",
+    "pixelreasoner_neurips25": "curiosity_driven_rl/scripts/eval_vlm_new.sh",
+    "ldm_cvpr22": "scripts/sample_diffusion.py",
+}
+
+
+def run_experiment(task_id, workdir, log_dir):
+    """The task's machine side on this host as the verify_hidden role runs it on a machine: the
+    trusted busybox shell, a clean environment, a tools folder; then the verdict judged here."""
+    bb = toolkit.busybox()
+    tools = log_dir.parent / f"{log_dir.name}-tools"
+    scratch = log_dir.parent / f"{log_dir.name}-scratch"
+    for folder in (log_dir, tools, scratch):
+        folder.mkdir(parents=True)
+    (tools / "busybox").symlink_to(bb)
+    (tools / "sh").symlink_to(bb)
+    script = tools / "experiment.sh"
+    script.write_text(verification.machine_script(task_id))
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+        "WORKDIR": str(workdir),
+        "LOG_DIR": str(log_dir),
+        "SCRATCH": str(scratch),
+        "TOOLS": str(tools),
+    }
+    proc = subprocess.run(
+        [bb, "timeout", "120", bb, "sh", script], env=env, capture_output=True, timeout=150
+    )
+    assert proc.returncode == 0, (log_dir / "verifier_stdout.log").read_text()
+    return verification.verdict_from_logs(log_dir, 1.0, verification.load_checks(task_id))
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_experiment_runs_under_busybox_and_fails_an_untouched_tree(task_id, tmp_path):
+    # The real experiment.sh, under the trusted busybox shell, against a staged tree with nothing
+    # done (its entry point only; no env, no driver here): it finishes, and every check that
+    # needs the environment or the GPU fails. RUNBOOK.MD is never read.
+    experiment = (REPO / "verifiers" / task_id / "experiment.sh").read_text()
+    assert "RUNBOOK" not in experiment.replace("RUNBOOK.MD is never read", "")
+    workdir = tmp_path / "wd"
+    (workdir / ENTRY[task_id]).parent.mkdir(parents=True)
+    (workdir / ENTRY[task_id]).write_text("# staged entry point\n")
+    (workdir / "RUNBOOK.MD").write_text("STATUS: SUCCESS\n")
+    verdict = run_experiment(task_id, workdir, tmp_path / "logs")
+    assert verdict["passed"] is False
+    assert {"environment", *GPU_CHECKS} <= set(failed(verdict["layer2"]["checks"]))
+    assert (tmp_path / "logs" / "environment.rc").read_text().strip() == "127"
 
 
 # What a verifier cut down to "the experiment's entry point ran" would still ask: the environment

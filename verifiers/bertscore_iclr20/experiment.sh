@@ -6,8 +6,8 @@
 # not matter), with -s (one "P<TAB>R<TAB>F1" line per pair); and the shipped example with
 # --rescale_with_baseline (the README's second figure). The model comes from the Hugging Face hub
 # or the agent's cache. While it scores, nvidia-smi's compute processes are sampled every 2 s.
-# checks.yaml compares the scores with the test's figures on the controller. RUNBOOK.MD is never
-# read.
+# checks.yaml compares the scores with the test's figures on the controller.
+# RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
 BERT_SCORE="$WORKDIR/env/bin/bert-score"
 
