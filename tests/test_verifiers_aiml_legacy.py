@@ -1,0 +1,169 @@
+"""Verifiers of the AI/ML tasks of issue [C2] given to the "legacy" helper: lightgcn_sigir20 (its
+states recorded from real CPU runs here, the GPU evidence of its pass state hand-made),
+maml_icml17_gpu, gan_neurips14_cpu, gan_neurips14_gpu, dml_cvpr18, simclr_icml20 and
+pointnet2_neurips17 (pass states HAND-MADE from the repositories' output formats: none can run
+here). Their checks are judged on recorded final states (tests/fixtures/verifier_states/<id>/
+<state>/, each with a README.md saying how it was made), on cheats made from the pass states, and
+the reference roles' shape and syntax."""
+
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from deploybench import checks, verification
+from tests.conftest import REPO
+
+TASKS = ["lightgcn_sigir20"]
+GPU_TASKS = [t for t in TASKS if t != "gan_neurips14_cpu"]
+STATES = REPO / "tests" / "fixtures" / "verifier_states"
+GPU_CHECKS = ["gpu_listed", "gpu_used"]
+
+# What each shallow state fails on, exactly.
+SHALLOW_FAILS = {
+    # A real CPU run here: it trained and learned, on the wrong device.
+    "lightgcn_sigir20": ["gpu_listed", "gpu_used", "tensorflow_sees_gpu"],
+}
+
+
+def judged(task_id, folder):
+    return checks.judge_all(verification.load_checks(task_id), folder)
+
+
+def failed(results):
+    return sorted(r["name"] for r in results if not r["passed"])
+
+
+def verdict(task_id, folder):
+    return verification.verdict_from_logs(folder, 1.0, verification.load_checks(task_id))
+
+
+def copy_state(task_id, state, dest):
+    shutil.copytree(STATES / task_id / state, dest)
+    return dest
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path.name}"
+    path.write_text(text.replace(old, new))
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_pass_state_passes_both_layers(task_id):
+    folder = STATES / task_id / "pass"
+    # Every pass state here is wholly or partly made by hand, and says so.
+    assert "HAND-MADE" in (folder / "README.md").read_text().upper()
+    result = verdict(task_id, folder)
+    assert result["passed"] is True, failed(result["layer2"]["checks"]) or result["layer1"]
+
+
+@pytest.mark.parametrize("state", ["untouched", "shallow"])
+@pytest.mark.parametrize("task_id", TASKS)
+def test_failing_states_fail(task_id, state):
+    folder = STATES / task_id / state
+    assert (folder / "README.md").is_file(), f"{folder} says nowhere how it was made"
+    result = verdict(task_id, folder)
+    assert result["passed"] is False
+    assert result["layer2"]["passed"] is False
+    if state == "untouched":
+        assert "environment" in failed(result["layer2"]["checks"])
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_shallow_state_fails_on_exactly_its_missing_parts(task_id):
+    assert failed(judged(task_id, STATES / task_id / "shallow")) == SHALLOW_FAILS[task_id]
+
+
+@pytest.mark.parametrize("task_id", GPU_TASKS)
+def test_every_gpu_task_demands_gpu_evidence(task_id):
+    kinds = {c["name"]: c["kind"] for c in verification.load_checks(task_id)}
+    assert kinds.get("gpu_used") == "gpu_used"
+    assert set(GPU_CHECKS) <= set(kinds)
+
+
+# A verifier cut down to "the experiment's entry point ran": the environment answered.
+ENTRY_POINT_RAN = {"name": "entry_point", "kind": "value", "pattern": r"^(\d+)$", "equals": 0}
+WEAKENED = ["lightgcn_sigir20"]
+
+
+@pytest.mark.parametrize("task_id", WEAKENED)
+def test_checks_weakened_to_the_entry_point_pass_the_shallow_state(task_id):
+    weak = [{**ENTRY_POINT_RAN, "file": "environment.rc"}]
+    assert all(r["passed"] for r in checks.judge_all(weak, STATES / task_id / "shallow"))
+    assert all(r["passed"] for r in checks.judge_all(weak, STATES / task_id / "pass"))
+
+
+def test_lightgcn_judges_learning_on_the_hidden_data(tmp_path):
+    # A run that never learned (recall of a random scorer, ~0.07), one on another dataset than
+    # the hidden one, one with the Python evaluator instead of the built C++ one, and one whose
+    # result file is missing each fail alone.
+    untrained = copy_state("lightgcn_sigir20", "pass", tmp_path / "untrained")
+    edit(untrained / "train_output.txt", "recall=[0.90125]", "recall=[0.06875]")
+    assert failed(judged("lightgcn_sigir20", untrained)) == ["best_line", "test_recall_at_epoch_20"]
+    other = copy_state("lightgcn_sigir20", "pass", tmp_path / "other")
+    edit(other / "train_output.txt", "n_users=400, n_items=300", "n_users=29858, n_items=40981")
+    assert failed(judged("lightgcn_sigir20", other)) == ["hidden_dataset_loaded"]
+    python_eval = copy_state("lightgcn_sigir20", "pass", tmp_path / "python_eval")
+    edit(python_eval / "train_output.txt", "foldout with cpp", "foldout with python")
+    assert failed(judged("lightgcn_sigir20", python_eval)) == ["cpp_evaluator"]
+    noresult = copy_state("lightgcn_sigir20", "pass", tmp_path / "noresult")
+    (noresult / "result.txt").unlink()
+    assert failed(judged("lightgcn_sigir20", noresult)) == ["result_written"]
+
+
+def test_lightgcn_task_file_says_why_it_is_not_validated_here():
+    task = yaml.safe_load((REPO / "tasks" / "lightgcn_sigir20" / "task.yaml").read_text())
+    assert task["gpu"] is True
+    assert task["runs_here"]["local"] == "no"
+    assert "GPU" in task["runs_here"]["why"]
+    # The role uses the shipped train.txt when present; staging no longer demands it.
+    assert "needed_files" not in task["repo"]
+    main = (REPO / "reference_setups" / "lightgcn_sigir20" / "tasks" / "main.yml").read_text()
+    assert "when: not lightgcn_sigir20_train.stat.exists" in main
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_reference_role_shape(task_id):
+    role = REPO / "reference_setups" / task_id
+    for part in ("tasks/main.yml", "defaults/main.yml", "meta/main.yml", "meta/argument_specs.yml"):
+        assert (role / part).is_file(), part
+    assert (role / "templates" / "RUNBOOK.MD.j2").read_text().startswith("STATUS: ")
+    specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
+    options = specs["argument_specs"]["main"]["options"]
+    assert options[f"{task_id}_workdir"]["required"] is True
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
+    assert set(defaults) <= set(options), set(defaults) - set(options)
+    for name, value in defaults.items():
+        assert name.startswith(f"{task_id}_"), name
+        assert options[name].get("default") == value, name
+    for task in yaml.safe_load((role / "tasks" / "main.yml").read_text()):
+        if "ansible.builtin.command" in task:
+            assert "changed_when" in task or "creates" in task["ansible.builtin.command"], task
+    if task_id in GPU_TASKS:
+        main = (role / "tasks" / "main.yml").read_text()
+        assert "lspci -d 10de:" in main and "nvidia-smi" in main
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_reference_role_passes_the_syntax_check(task_id, tmp_path):
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "roles": [{"role": task_id, f"{task_id}_workdir": "/tmp/x"}],
+                }
+            ]
+        )
+    )
+    proc = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "--syntax-check", str(playbook)],
+        env={"ANSIBLE_ROLES_PATH": str(REPO / "reference_setups"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr

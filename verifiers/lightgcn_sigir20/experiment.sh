@@ -1,0 +1,68 @@
+# Layer 2 experiment of lightgcn_sigir20 (hidden from the agent), after experiment_lib.sh.
+#
+# Runs the README's 3-layer LightGCN command (LightGCN.py, the agent's C++ evaluator) with the
+# agent's environment ($WORKDIR/env/bin/python), as the owner of WORKDIR, for 20 epochs (the first
+# test is at epoch 20) on a HIDDEN dataset written here in LightGCN's format: 400 users in 10
+# taste groups of 30 items, drawn with a seed chosen now; each user has 8 training and 4 test items
+# of its group. A model that trains learns the groups (recall@20 near 0.9 here); a random or
+# untrained scorer finds about 20/292 of them. --data_path and --proj_path point into SCRATCH, so
+# only what is written now is seen. The log and output/hidden/LightGCN.result are collected;
+# checks.yaml judges them on the controller. A GPU task: nvidia-smi's list of compute processes is
+# sampled every 2 s while it trains and TensorFlow's GPU list is collected; a run on a machine
+# without a GPU (the local backend) or one that fell back to the CPU fails those checks by design.
+# RUNBOOK.MD is never read.
+PY_ENV="$WORKDIR/env/bin/python"
+DATA="$SCRATCH/Data/hidden"
+SEED=$(($(date +%s) % 100000 + $$))
+mkdir -p "$DATA"
+awk -v seed="$SEED" -v dir="$DATA" '
+BEGIN {
+  srand(seed); U = 400; G = 10; K = 30; n = G * K
+  for (i = 0; i < n; i++) perm[i] = i
+  for (i = n - 1; i > 0; i--) { j = int(rand() * (i + 1)); t = perm[i]; perm[i] = perm[j]; perm[j] = t }
+  for (u = 0; u < U; u++) {
+    g = int(rand() * G)
+    for (k = 0; k < K; k++) pool[k] = perm[g * K + k]
+    for (k = K - 1; k > 0; k--) { j = int(rand() * (k + 1)); t = pool[k]; pool[k] = pool[j]; pool[j] = t }
+    tr = u; te = u
+    for (k = 0; k < 8; k++) tr = tr " " pool[k]
+    for (k = 8; k < 12; k++) te = te " " pool[k]
+    print tr > (dir "/train.txt"); print te > (dir "/test.txt")
+  }
+}'
+chown -R "$OWNER" "$SCRATCH/Data" 2>/dev/null || true
+wc -l "$DATA/train.txt" "$DATA/test.txt" >"$LOG_DIR/hidden_data.txt" 2>&1
+RUN_ARGS="--data_path $SCRATCH/Data/ --proj_path $SCRATCH/ --dataset hidden --regs [1e-4] --embed_size 64 --layer_size [64,64,64] --lr 0.005 --batch_size 256 --epoch 20"
+
+{
+  echo "== environment: $PY_ENV"
+  cd "$WORKDIR" && rc_of environment as_owner "$PY_ENV" -c 'import sys, numpy, scipy, tensorflow as tf; print(sys.version.split()[0], "numpy", numpy.__version__, "tensorflow", tf.__version__); print("gpus", len(tf.config.list_physical_devices("GPU")))' >"$SCRATCH/env.out" 2>&1
+  cat "$SCRATCH/env.out"
+  echo "exit code: $(cat "$LOG_DIR/environment.rc")"
+} >"$LOG_DIR/01_environment.log" 2>&1
+collect "$SCRATCH/env.out" tf_devices.txt
+# Only nvidia-smi's standard output is kept: a missing nvidia-smi leaves these files empty.
+PATH=$SYSTEM_PATH timeout 30 nvidia-smi -L >"$LOG_DIR/gpus.txt" 2>/dev/null
+: >"$SCRATCH/gpu_apps.txt"
+sample_gpu() {
+  while :; do
+    PATH=$SYSTEM_PATH timeout 10 nvidia-smi --query-compute-apps=pid,process_name,used_memory \
+      --format=csv,noheader >>"$SCRATCH/gpu_apps.txt" 2>/dev/null
+    sleep 2
+  done
+}
+sample_gpu &
+SAMPLER=$!
+
+{
+  echo "== training: env/bin/python LightGCN.py $RUN_ARGS"
+  # shellcheck disable=SC2086 # RUN_ARGS is a list of flags without spaces
+  cd "$WORKDIR" && rc_of train as_owner timeout 900 "$PY_ENV" LightGCN.py $RUN_ARGS >"$SCRATCH/train.out" 2>&1
+  collect "$SCRATCH/train.out" train_output.txt
+  tail -c 20000 "$SCRATCH/train.out"
+  echo "exit code: $(cat "$LOG_DIR/train.rc")"
+} >"$LOG_DIR/02_train.log" 2>&1
+
+kill "$SAMPLER" 2>/dev/null
+collect "$SCRATCH/gpu_apps.txt" gpu_apps.txt
+collect "$SCRATCH/output/hidden/LightGCN.result" result.txt
