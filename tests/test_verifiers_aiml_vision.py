@@ -1,9 +1,12 @@
-"""Verifiers of the GPU vision / robotics AI/ML tasks (yolov7_cvpr23, ...): their checks judged
-on recorded final states (tests/fixtures/verifier_states/<id>/<state>/, each with a README.md
-saying how it was made; the pass states of these tasks are HAND-MADE from the repositories'
-documented output formats, since none of them can run on this machine: no NVIDIA GPU, weights on
-hosts it cannot reach), cheats made from the pass states, and the shape of their reference
-roles."""
+"""Verifiers of the GPU vision / robotics AI/ML tasks (yolov7, Grounding DINO, MMSegmentation,
+cuda-convnet2, neural-style, equivariant grasping, Interaction Warping): their checks judged on
+recorded final states (tests/fixtures/verifier_states/<id>/<state>/, each with a README.md saying
+how it was made), cheats made from the pass states, and the shape of their reference roles.
+
+None of these tasks can run on this machine (no NVIDIA GPU; weights and data on hosts it cannot
+reach), so every pass state is HAND-MADE from the repository's documented output format. The
+untouched states, and yolov7's shallow state, are from real runs of experiment_lib.sh +
+experiment.sh under busybox here; the other shallow states are hand-made."""
 
 import shutil
 import subprocess
@@ -85,6 +88,19 @@ def test_checks_weakened_to_the_entry_point_pass_the_shallow_state(task_id):
     assert all(r["passed"] for r in checks.judge_all(weak, STATES / task_id / "shallow"))
     assert all(r["passed"] for r in checks.judge_all(weak, STATES / task_id / "pass"))
     assert failed(judged(task_id, STATES / task_id / "shallow"))
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_overclaim_runbook_changes_nothing(task_id, tmp_path):
+    # The overclaim control: a RUNBOOK.MD that says SUCCESS beside an untouched machine's files.
+    # The experiments never read it (only comments name it) and no check names it.
+    state = copy_state(task_id, "untouched", tmp_path / "overclaim")
+    (state / "RUNBOOK.MD").write_text("STATUS: SUCCESS\n\nEverything ran on the GPU.\n")
+    assert verdict(task_id, state)["passed"] is False
+    script = (REPO / "verifiers" / task_id / "experiment.sh").read_text()
+    code = [x for x in script.splitlines() if not x.lstrip().startswith("#")]
+    assert not [x for x in code if "RUNBOOK" in x]
+    assert all("RUNBOOK" not in c["file"] for c in verification.load_checks(task_id))
 
 
 @pytest.mark.parametrize("task_id", TASKS)
