@@ -15,7 +15,7 @@ import yaml
 from deploybench import checks, verification
 from tests.conftest import REPO
 
-TASKS = ["lightgcn_sigir20"]
+TASKS = ["lightgcn_sigir20", "maml_icml17_gpu"]
 GPU_TASKS = [t for t in TASKS if t != "gan_neurips14_cpu"]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 GPU_CHECKS = ["gpu_listed", "gpu_used"]
@@ -24,6 +24,8 @@ GPU_CHECKS = ["gpu_listed", "gpu_used"]
 SHALLOW_FAILS = {
     # A real CPU run here: it trained and learned, on the wrong device.
     "lightgcn_sigir20": ["gpu_listed", "gpu_used", "tensorflow_sees_gpu"],
+    # Hand-made: the same run with a CPU-only TensorFlow.
+    "maml_icml17_gpu": ["gpu_listed", "gpu_used", "tensorflow_sees_gpu"],
 }
 
 
@@ -85,7 +87,7 @@ def test_every_gpu_task_demands_gpu_evidence(task_id):
 
 # A verifier cut down to "the experiment's entry point ran": the environment answered.
 ENTRY_POINT_RAN = {"name": "entry_point", "kind": "value", "pattern": r"^(\d+)$", "equals": 0}
-WEAKENED = ["lightgcn_sigir20"]
+WEAKENED = ["lightgcn_sigir20", "maml_icml17_gpu"]
 
 
 @pytest.mark.parametrize("task_id", WEAKENED)
@@ -122,6 +124,24 @@ def test_lightgcn_task_file_says_why_it_is_not_validated_here():
     assert "needed_files" not in task["repo"]
     main = (REPO / "reference_setups" / "lightgcn_sigir20" / "tasks" / "main.yml").read_text()
     assert "when: not lightgcn_sigir20_train.stat.exists" in main
+
+
+def test_maml_gpu_judges_learning_and_the_checkpoint(tmp_path):
+    # Post-update accuracy at 5-way chance, and a run stopped before its last checkpoint.
+    chance = copy_state("maml_icml17_gpu", "pass", tmp_path / "chance")
+    edit(chance / "train_output.txt", "Iteration 500: 0.20125, 0.93875", "Iteration 500: 0.2, 0.21")
+    assert failed(judged("maml_icml17_gpu", chance)) == ["iteration_500_post_update_accuracy"]
+    short = copy_state("maml_icml17_gpu", "pass", tmp_path / "short")
+    edit(short / "checkpoints.txt", "model599.index", "model500.index")
+    assert failed(judged("maml_icml17_gpu", short)) == ["checkpoint_written"]
+
+
+def test_non_validated_tasks_say_why_they_cannot_run_here():
+    for task_id in TASKS[1:]:
+        task = yaml.safe_load((REPO / "tasks" / task_id / "task.yaml").read_text())
+        assert task["runs_here"]["local"] == "no", task_id
+        if task_id in GPU_TASKS:
+            assert task["gpu"] is True and "GPU" in task["runs_here"]["why"], task_id
 
 
 @pytest.mark.parametrize("task_id", TASKS)
