@@ -1,0 +1,119 @@
+# Layer 2 experiment of seurat_cell21 (hidden from the agent), after experiment_lib.sh.
+#
+# Finds the R library the agent installed the checkout into (a folder under $WORKDIR that holds
+# Seurat/DESCRIPTION, e.g. <workdir>/Rlib), then, as the owner of WORKDIR and with the machine's
+# own Rscript, runs the WNN workflow of the designated experiment on a random subset of
+# pbmc_small's 80 cells that the verifier picks now (its size is written beside the run, so a
+# canned result cannot match), with that library first in .libPaths(). Collects what R loaded
+# (version, path, whether the package was compiled here or copied from the distribution), the
+# clusters, reductions and graphs of the result and the files it wrote; checks.yaml judges them
+# on the controller. RUNBOOK.MD is never read.
+OUT="$SCRATCH/out"
+mkdir -p "$OUT"
+chown -R "$OWNER" "$SCRATCH"
+
+# The agent's library: the first folder (up to three levels below the workdir) holding an
+# installed Seurat, i.e. Seurat/DESCRIPTION plus Seurat/Meta/package.rds (what R CMD INSTALL
+# writes; the checkout's own DESCRIPTION has no Meta folder).
+LIB=""
+for desc in $(find "$WORKDIR" -maxdepth 4 -path '*/Seurat/Meta/package.rds' 2>/dev/null | sort); do
+  LIB=$(dirname "$(dirname "$(dirname "$desc")")")
+  break
+done
+{
+  echo "library: ${LIB:-none}"
+  [ -n "$LIB" ] && echo "in_workdir: yes" || echo "in_workdir: no"
+  SO="$LIB/Seurat/libs/Seurat.so"
+  if [ -n "$LIB" ] && [ -f "$SO" ] && [ ! -L "$SO" ] \
+    && [ "$(head -c4 "$SO" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ]; then
+    echo "compiled: yes"
+  else
+    echo "compiled: no"
+  fi
+  # R CMD INSTALL of a source folder writes no Repository/Packaged fields; a copy of the
+  # distribution's package (built from CRAN's tarball) has "Repository: CRAN".
+  if [ -n "$LIB" ] && grep -q '^Repository:' "$LIB/Seurat/DESCRIPTION" 2>/dev/null; then
+    echo "repository_field: $(grep '^Repository:' "$LIB/Seurat/DESCRIPTION" | head -n1)"
+  else
+    echo "repository_field: none"
+  fi
+  [ -n "$LIB" ] && grep -E '^(Version|Built):' "$LIB/Seurat/DESCRIPTION" 2>/dev/null
+} >"$LOG_DIR/library.txt" 2>&1
+cp "$LOG_DIR/library.txt" "$LOG_DIR/01_library.log"
+
+# The hidden input: how many of pbmc_small's cells, and which (the seed), picked now.
+CELLS=$(awk 'BEGIN { srand(); print 40 + int(rand() * 40) }')
+SEED=$(awk 'BEGIN { srand(); print int(rand() * 100000) }')
+echo "cells: $CELLS" >"$LOG_DIR/expected_cells.txt"
+
+cat >"$SCRATCH/verify.R" <<'RSCRIPT'
+args <- commandArgs(trailingOnly = TRUE)
+lib <- args[1]; out <- args[2]; ncells <- as.integer(args[3]); seed <- as.integer(args[4])
+if (lib != "none") .libPaths(c(lib, .libPaths()))
+suppressPackageStartupMessages(library(Seurat))
+summ <- file.path(out, "summary.txt")
+say <- function(...) cat(..., "\n", sep = "", file = summ, append = TRUE)
+say("seurat_version: ", as.character(packageVersion("Seurat")))
+say("seurat_path: ", normalizePath(find.package("Seurat")))
+say("seuratobject_version: ", as.character(packageVersion("SeuratObject")))
+set.seed(seed)
+counts <- GetAssayData(pbmc_small, slot = "counts")
+counts <- counts[, sort(sample(colnames(counts), ncells))]
+obj <- CreateSeuratObject(counts = counts, project = "verify")
+obj <- NormalizeData(obj, verbose = FALSE)
+obj <- FindVariableFeatures(obj, verbose = FALSE)
+obj <- ScaleData(obj, verbose = FALSE)
+obj <- RunPCA(obj, npcs = 15, verbose = FALSE)
+other <- setdiff(rownames(obj), VariableFeatures(obj)[1:100])
+obj <- RunPCA(obj, features = other, npcs = 8, reduction.name = "apca", reduction.key = "APC_",
+              verbose = FALSE)
+obj <- FindNeighbors(obj, dims = 1:10, verbose = FALSE)
+obj <- FindClusters(obj, resolution = 1.2, verbose = FALSE)
+say("rna_clusters: ", length(unique(obj$RNA_snn_res.1.2)))
+obj <- FindMultiModalNeighbors(obj, reduction.list = list("pca", "apca"),
+                               dims.list = list(1:10, 1:6), k.nn = 8, knn.range = 30,
+                               verbose = FALSE)
+obj <- FindClusters(obj, graph.name = "wsnn", resolution = 1.2, verbose = FALSE)
+say("wsnn_clusters: ", length(unique(obj$wsnn_res.1.2)))
+obj <- RunUMAP(obj, dims = 1:10, n.neighbors = 15, verbose = FALSE)
+say("reductions: ", paste(Reductions(obj), collapse = " "))
+say("graphs: ", paste(Graphs(obj), collapse = " "))
+emb <- Embeddings(obj, "umap")
+say("umap_dims: ", nrow(emb), " x ", ncol(emb))
+say("umap_finite: ", all(is.finite(emb)))
+cat("cells: ", ncol(obj), "\n", sep = "", file = file.path(out, "cells.txt"))
+saveRDS(obj, file.path(out, "verify.rds"))
+png(file.path(out, "umap.png"), width = 600, height = 450)
+print(DimPlot(obj, reduction = "umap"))
+invisible(dev.off())
+back <- readRDS(file.path(out, "verify.rds"))
+say("rds_cells: ", ncol(back))
+RSCRIPT
+chmod 644 "$SCRATCH/verify.R"
+
+{
+  echo "== experiment: Rscript verify.R ${LIB:-none} (cells=$CELLS seed=$SEED)"
+  cd "$SCRATCH" && rc_of workflow as_owner timeout 900 Rscript "$SCRATCH/verify.R" \
+    "${LIB:-none}" "$OUT" "$CELLS" "$SEED"
+  echo "exit code: $(cat "$LOG_DIR/workflow.rc")"
+  cat "$OUT/summary.txt" 2>/dev/null
+} >"$LOG_DIR/02_workflow.log" 2>&1
+collect "$OUT/summary.txt" summary.txt
+collect "$OUT/cells.txt" cells.txt
+
+# Was the loaded Seurat the agent's library (not the distribution's)?
+{
+  LOADED=$(sed -n 's/^seurat_path: //p' "$OUT/summary.txt" 2>/dev/null)
+  REAL=$(readlink -f "$LIB/Seurat" 2>/dev/null)
+  if [ -n "$LIB" ] && [ -n "$LOADED" ] && [ "$LOADED" = "$REAL" ]; then
+    echo "loaded_from_agent_library: yes"
+  else
+    echo "loaded_from_agent_library: no"
+  fi
+  echo "loaded: ${LOADED:-none}"
+} >"$LOG_DIR/loaded.txt" 2>&1
+{
+  for f in verify.rds umap.png; do
+    if [ -s "$OUT/$f" ]; then echo "$f: $(head -c4 "$OUT/$f" | od -An -tx1 | tr -d ' \n')"; fi
+  done
+} >"$LOG_DIR/outputs.txt" 2>&1
