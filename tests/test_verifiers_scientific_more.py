@@ -22,6 +22,7 @@ TASKS = [
     "oceananigans_joss20",
     "jitterbug_osdi20",
     "storm_osdi21",
+    "rudra_sosp21",
 ]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 FAILING = ["untouched", "shallow"]
@@ -34,6 +35,7 @@ ENTRY_POINT_EXISTS = {
     "oceananigans_joss20": {"file": "julia.txt", "pattern": "^julia: /"},
     "jitterbug_osdi20": {"file": "raco.txt", "pattern": "^raco: /"},
     "storm_osdi21": {"file": "stack.txt", "pattern": "^stack: /"},
+    "rudra_sosp21": {"file": "binaries.txt", "pattern": "^== cargo-rudra\\nregular: yes$"},
 }
 # What each shallow state fails on.
 SHALLOW_FAILS_ON = {
@@ -49,6 +51,7 @@ SHALLOW_FAILS_ON = {
     "oceananigans_joss20": ["hidden_grid_size", "loaded_from_checkout"],
     "jitterbug_osdi20": ["bug_found", "bug_one_failure"],
     "storm_osdi21": ["bug_build_fails", "bug_found"],
+    "rudra_sosp21": ["hidden_bugs_reported", "rudra_installed"],
 }
 
 
@@ -441,3 +444,20 @@ def test_storm_injects_detailed_mds_bug(tmp_path):
         "    ==. viewerId\n"
         "    )\n"
     )
+
+
+def test_rudra_judges_the_reports(tmp_path):
+    # A false positive on the safe crate.
+    noisy = copy_state("rudra_sosp21", "pass", tmp_path / "noisy")
+    text = (noisy / "safe_rudra.txt").read_text()
+    text = text.replace(
+        "finished\n    Finished",
+        "finished\nWarning (UnsafeDataflow:/ReadFlow): Potential unsafe dataflow issue in "
+        "`map_6181`\n    Finished",
+    )
+    (noisy / "safe_rudra.txt").write_text(text)
+    assert failed(judged("rudra_sosp21", noisy)) == ["safe_crate_no_dataflow_report"]
+    # Only one of the two bugs found.
+    half = copy_state("rudra_sosp21", "pass", tmp_path / "half")
+    (half / "reports.txt").write_text("dataflow: map_6181\n")
+    assert failed(judged("rudra_sosp21", half)) == ["hidden_bugs_reported"]
