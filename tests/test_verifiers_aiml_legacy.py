@@ -15,7 +15,7 @@ import yaml
 from deploybench import checks, verification
 from tests.conftest import REPO
 
-TASKS = ["lightgcn_sigir20", "maml_icml17_gpu"]
+TASKS = ["lightgcn_sigir20", "maml_icml17_gpu", "gan_neurips14_cpu"]
 GPU_TASKS = [t for t in TASKS if t != "gan_neurips14_cpu"]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 GPU_CHECKS = ["gpu_listed", "gpu_used"]
@@ -26,6 +26,16 @@ SHALLOW_FAILS = {
     "lightgcn_sigir20": ["gpu_listed", "gpu_used", "tensorflow_sees_gpu"],
     # Hand-made: the same run with a CPU-only TensorFlow.
     "maml_icml17_gpu": ["gpu_listed", "gpu_used", "tensorflow_sees_gpu"],
+    # Hand-made: a Python 3 environment whose imports work; the Python 2 code does not load.
+    "gan_neurips14_cpu": [
+        "batches_seen",
+        "examples_seen",
+        "model_saved",
+        "one_epoch_seen",
+        "python_2",
+        "train_exit_code",
+        "valid_objective_finite",
+    ],
 }
 
 
@@ -87,7 +97,7 @@ def test_every_gpu_task_demands_gpu_evidence(task_id):
 
 # A verifier cut down to "the experiment's entry point ran": the environment answered.
 ENTRY_POINT_RAN = {"name": "entry_point", "kind": "value", "pattern": r"^(\d+)$", "equals": 0}
-WEAKENED = ["lightgcn_sigir20", "maml_icml17_gpu"]
+WEAKENED = ["lightgcn_sigir20", "maml_icml17_gpu", "gan_neurips14_cpu"]
 
 
 @pytest.mark.parametrize("task_id", WEAKENED)
@@ -134,6 +144,19 @@ def test_maml_gpu_judges_learning_and_the_checkpoint(tmp_path):
     short = copy_state("maml_icml17_gpu", "pass", tmp_path / "short")
     edit(short / "checkpoints.txt", "model599.index", "model500.index")
     assert failed(judged("maml_icml17_gpu", short)) == ["checkpoint_written"]
+
+
+def test_gan_judges_a_whole_epoch_and_a_finite_objective(tmp_path):
+    # A run cut short (fewer batches than an epoch), a NaN objective and no pickle each fail alone.
+    short = copy_state("gan_neurips14_cpu", "pass", tmp_path / "short")
+    edit(short / "train_output.txt", "Batches seen: 500", "Batches seen: 50")
+    assert failed(judged("gan_neurips14_cpu", short)) == ["batches_seen"]
+    nan = copy_state("gan_neurips14_cpu", "pass", tmp_path / "nan")
+    edit(nan / "train_output.txt", "valid_objective: 0.873361825943", "valid_objective: nan")
+    assert failed(judged("gan_neurips14_cpu", nan)) == ["valid_objective_finite"]
+    unsaved = copy_state("gan_neurips14_cpu", "pass", tmp_path / "unsaved")
+    edit(unsaved / "saved.txt", " mnist.pkl", " mnist.pkl.tmp")
+    assert failed(judged("gan_neurips14_cpu", unsaved)) == ["model_saved"]
 
 
 def test_non_validated_tasks_say_why_they_cannot_run_here():
