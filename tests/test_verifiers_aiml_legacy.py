@@ -15,7 +15,13 @@ import yaml
 from deploybench import checks, verification
 from tests.conftest import REPO
 
-TASKS = ["lightgcn_sigir20", "maml_icml17_gpu", "gan_neurips14_cpu", "gan_neurips14_gpu"]
+TASKS = [
+    "lightgcn_sigir20",
+    "maml_icml17_gpu",
+    "gan_neurips14_cpu",
+    "gan_neurips14_gpu",
+    "pointnet2_neurips17",
+]
 GPU_TASKS = [t for t in TASKS if t != "gan_neurips14_cpu"]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 GPU_CHECKS = ["gpu_listed", "gpu_used"]
@@ -38,6 +44,20 @@ SHALLOW_FAILS = {
     ],
     # Hand-made: the CPU variant's run (device=cpu), on the GPU task.
     "gan_neurips14_gpu": ["gpu_listed", "gpu_used", "theano_on_gpu"],
+    # Hand-made: imports work on a CPU-only TensorFlow; the GPU-only ops never built, no epoch.
+    "pointnet2_neurips17": [
+        "epoch_started",
+        "eval_accuracy",
+        "eval_avg_class_acc",
+        "evaluated",
+        "gpu_listed",
+        "gpu_used",
+        "model_saved",
+        "tensorflow_sees_gpu",
+        "train_accuracy",
+        "train_exit_code",
+        "train_mean_loss",
+    ],
 }
 
 
@@ -159,6 +179,16 @@ def test_gan_judges_a_whole_epoch_and_a_finite_objective(tmp_path):
     unsaved = copy_state("gan_neurips14_cpu", "pass", tmp_path / "unsaved")
     edit(unsaved / "saved.txt", " mnist.pkl", " mnist.pkl.tmp")
     assert failed(judged("gan_neurips14_cpu", unsaved)) == ["model_saved"]
+
+
+def test_pointnet2_judges_the_evaluation_and_the_checkpoint(tmp_path):
+    # Evaluation at 40-class chance and a checkpoint missing each fail alone.
+    chance = copy_state("pointnet2_neurips17", "pass", tmp_path / "chance")
+    edit(chance / "log_train.txt", "eval accuracy: 0.612034", "eval accuracy: 0.025000")
+    assert failed(judged("pointnet2_neurips17", chance)) == ["eval_accuracy"]
+    unsaved = copy_state("pointnet2_neurips17", "pass", tmp_path / "unsaved")
+    edit(unsaved / "checkpoints.txt", "model.ckpt.index", "model.ckpt.tmp")
+    assert failed(judged("pointnet2_neurips17", unsaved)) == ["model_saved"]
 
 
 def test_non_validated_tasks_say_why_they_cannot_run_here():
