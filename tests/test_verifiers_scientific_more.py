@@ -23,6 +23,7 @@ TASKS = [
     "jitterbug_osdi20",
     "storm_osdi21",
     "rudra_sosp21",
+    "uslope_osdi24",
 ]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
 FAILING = ["untouched", "shallow"]
@@ -36,6 +37,7 @@ ENTRY_POINT_EXISTS = {
     "jitterbug_osdi20": {"file": "raco.txt", "pattern": "^raco: /"},
     "storm_osdi21": {"file": "stack.txt", "pattern": "^stack: /"},
     "rudra_sosp21": {"file": "binaries.txt", "pattern": "^== cargo-rudra\\nregular: yes$"},
+    "uslope_osdi24": {"file": "binary.txt", "pattern": "^regular: yes$"},
 }
 # What each shallow state fails on.
 SHALLOW_FAILS_ON = {
@@ -52,6 +54,7 @@ SHALLOW_FAILS_ON = {
     "jitterbug_osdi20": ["bug_found", "bug_one_failure"],
     "storm_osdi21": ["bug_build_fails", "bug_found"],
     "rudra_sosp21": ["hidden_bugs_reported", "rudra_installed"],
+    "uslope_osdi24": ["archives_smaller", "binary_built", "search_only_matches"],
 }
 
 
@@ -461,3 +464,13 @@ def test_rudra_judges_the_reports(tmp_path):
     half = copy_state("rudra_sosp21", "pass", tmp_path / "half")
     (half / "reports.txt").write_text("dataflow: map_6181\n")
     assert failed(judged("rudra_sosp21", half)) == ["hidden_bugs_reported"]
+
+
+def test_uslope_judges_the_round_trip(tmp_path):
+    lossy = copy_state("uslope_osdi24", "pass", tmp_path / "lossy")
+    text = (lossy / "restored.txt").read_text()
+    (lossy / "restored.txt").write_text(text.replace("events: ", "events: 1"))
+    assert failed(judged("uslope_osdi24", lossy)) == ["decompressed_equals_input"]
+    missed = copy_state("uslope_osdi24", "pass", tmp_path / "missed")
+    (missed / "matches.txt").write_text("matches: 12\n")
+    assert failed(judged("uslope_osdi24", missed)) == ["search_matches"]
