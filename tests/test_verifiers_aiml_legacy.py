@@ -21,6 +21,7 @@ TASKS = [
     "gan_neurips14_cpu",
     "gan_neurips14_gpu",
     "pointnet2_neurips17",
+    "dml_cvpr18",
 ]
 GPU_TASKS = [t for t in TASKS if t != "gan_neurips14_cpu"]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
@@ -58,6 +59,8 @@ SHALLOW_FAILS = {
         "train_exit_code",
         "train_mean_loss",
     ],
+    # Hand-made: the same run with a CPU-only TensorFlow.
+    "dml_cvpr18": ["gpu_listed", "gpu_used", "tensorflow_sees_gpu"],
 }
 
 
@@ -189,6 +192,16 @@ def test_pointnet2_judges_the_evaluation_and_the_checkpoint(tmp_path):
     unsaved = copy_state("pointnet2_neurips17", "pass", tmp_path / "unsaved")
     edit(unsaved / "checkpoints.txt", "model.ckpt.index", "model.ckpt.tmp")
     assert failed(judged("pointnet2_neurips17", unsaved)) == ["model_saved"]
+
+
+def test_dml_judges_the_losses_and_the_last_checkpoint(tmp_path):
+    # A diverged loss and a run stopped before its last step each fail alone.
+    nan = copy_state("dml_cvpr18", "pass", tmp_path / "nan")
+    edit(nan / "train_output.txt", "step 50, net0_loss = 6.66", "step 50, net0_loss = nan")
+    assert failed(judged("dml_cvpr18", nan)) == ["step_50_loss"]
+    short = copy_state("dml_cvpr18", "pass", tmp_path / "short")
+    edit(short / "checkpoints.txt", "model.ckpt-59.index", "model.ckpt-40.index")
+    assert failed(judged("dml_cvpr18", short)) == ["checkpoint_last"]
 
 
 def test_non_validated_tasks_say_why_they_cannot_run_here():
