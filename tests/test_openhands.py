@@ -117,7 +117,9 @@ def test_openhands_solves_the_demo(root_host, runs, state_home, tmp_path):
 
     # Every model call reached the server, with the key from the controller's environment.
     assert len(llm.requests) == len(script)
-    assert all(h.get("authorization") == f"Bearer {CANARY}" for h in llm.headers)
+    # (OpenAI's Python client, which litellm uses, sends "Authorization" capitalised.)
+    sent = [{k.lower(): v for k, v in h.items()} for h in llm.headers]
+    assert all(h.get("authorization") == f"Bearer {CANARY}" for h in sent)
     assert row["tokens_in"] == llm.tokens_in and row["tokens_out"] == llm.tokens_out
     assert row["steps"] == len(llm.requests)
 
