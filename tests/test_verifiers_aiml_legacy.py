@@ -22,6 +22,7 @@ TASKS = [
     "gan_neurips14_gpu",
     "pointnet2_neurips17",
     "dml_cvpr18",
+    "simclr_icml20",
 ]
 GPU_TASKS = [t for t in TASKS if t != "gan_neurips14_cpu"]
 STATES = REPO / "tests" / "fixtures" / "verifier_states"
@@ -61,6 +62,8 @@ SHALLOW_FAILS = {
     ],
     # Hand-made: the same run with a CPU-only TensorFlow.
     "dml_cvpr18": ["gpu_listed", "gpu_used", "tensorflow_sees_gpu"],
+    # Hand-made: the same run with a CPU-only TensorFlow.
+    "simclr_icml20": ["gpu_listed", "gpu_used", "tensorflow_sees_gpu"],
 }
 
 
@@ -202,6 +205,16 @@ def test_dml_judges_the_losses_and_the_last_checkpoint(tmp_path):
     short = copy_state("dml_cvpr18", "pass", tmp_path / "short")
     edit(short / "checkpoints.txt", "model.ckpt-59.index", "model.ckpt-40.index")
     assert failed(judged("dml_cvpr18", short)) == ["checkpoint_last"]
+
+
+def test_simclr_judges_the_evaluated_step_and_the_loss(tmp_path):
+    # An evaluation of an earlier checkpoint and a diverged contrastive loss each fail alone.
+    early = copy_state("simclr_icml20", "pass", tmp_path / "early")
+    edit(early / "result_200.json", '"global_step": 200.0', '"global_step": 100.0')
+    assert failed(judged("simclr_icml20", early)) == ["evaluated_step"]
+    diverged = copy_state("simclr_icml20", "pass", tmp_path / "diverged")
+    edit(diverged / "result.json", '"contrast_loss": 5.912845134735107', '"contrast_loss": NaN')
+    assert failed(judged("simclr_icml20", diverged)) == ["contrast_loss"]
 
 
 def test_non_validated_tasks_say_why_they_cannot_run_here():
