@@ -72,3 +72,17 @@ def test_step_limit_run_soft_timeout_and_no_finish(tmp_path):
     assert summary["steps"] == 3 and not summary["finished"]
     log = (FIXTURES / "max_iterations.agent.log").read_text()
     assert "Agent reached maximum iteration. Current iteration: 3, max iteration: 3" in log
+
+
+def test_machine_run_of_the_slow_test(tmp_path):
+    # Saved by OpenHands on a local debian13 machine in tests/test_openhands.py's passing run:
+    # 9 model calls, the first `make` failed (exit code 2), the editor wrote RUNBOOK.MD.
+    events = convert(tmp_path, "legacycalc_machine.traj.json")
+    commands = [e for e in events if e["kind"] == "command"]
+    assert [c["exit_code"] for c in commands] == [0, 0, 2, 0, 0, 0]
+    assert commands[2]["command"] == "make"
+    [edit] = [e for e in events if e["kind"] == "file_edit"]
+    assert edit["path"] == "/home/vm/Desktop/legacycalc_demo24/RUNBOOK.MD"
+    summary = trajectories.summary(events)
+    assert (summary["steps"], summary["tokens_in"], summary["tokens_out"]) == (9, 46182, 528)
+    assert summary["finished"] and events[-1]["kind"] == "finish"
