@@ -26,7 +26,7 @@ import torch
 from groundingdino.util.inference import load_image, load_model, predict
 
 try:
-    from groundingdino import _C  # noqa: F401
+    from groundingdino import _C  # noqa: F401  (imported only to prove the CUDA op was built)
 
     print("c_ops loaded")
 except Exception as exc:  # the package warns and runs the op in Python instead

@@ -27,7 +27,7 @@ import mmcv
 import numpy as np
 
 try:
-    import mmcv.ops  # noqa: F401
+    import mmcv.ops  # noqa: F401  (imported only to prove the compiled ops load)
 
     print("mmcv_ops loaded")
 except Exception as exc:
