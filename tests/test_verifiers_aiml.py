@@ -3,40 +3,14 @@ judged on recorded final states (tests/fixtures/verifier_states/<id>/<state>/, e
 README.md saying how it was made), cheats made from the recorded pass states, and the shape of
 their reference roles."""
 
-import shutil
-
 import pytest
 import yaml
 
-from deploybench import checks, verification
+from deploybench import checks
 from tests.conftest import REPO
+from tests.verifier_states import FAILING, STATES, copy_state, edit, failed, judged, verdict
 
 TASKS = ["timemixer_iclr24", "maml_icml17_cpu"]
-STATES = REPO / "tests" / "fixtures" / "verifier_states"
-FAILING = ["untouched", "shallow"]
-
-
-def judged(task_id, folder):
-    return checks.judge_all(verification.load_checks(task_id), folder)
-
-
-def failed(results):
-    return sorted(r["name"] for r in results if not r["passed"])
-
-
-def verdict(task_id, folder):
-    return verification.verdict_from_logs(folder, 1.0, verification.load_checks(task_id))
-
-
-def copy_state(task_id, state, dest):
-    shutil.copytree(STATES / task_id / state, dest)
-    return dest
-
-
-def edit(path, old, new):
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {path.name}"
-    path.write_text(text.replace(old, new))
 
 
 @pytest.mark.parametrize("task_id", TASKS)

@@ -6,7 +6,6 @@ here). Their checks are judged on recorded final states (tests/fixtures/verifier
 <state>/, each with a README.md saying how it was made), on cheats made from the pass states, and
 the reference roles' shape and syntax."""
 
-import shutil
 import subprocess
 
 import pytest
@@ -14,6 +13,7 @@ import yaml
 
 from deploybench import checks, verification
 from tests.conftest import REPO
+from tests.verifier_states import STATES, copy_state, edit, failed, judged, verdict
 
 TASKS = [
     "lightgcn_sigir20",
@@ -25,7 +25,6 @@ TASKS = [
     "simclr_icml20",
 ]
 GPU_TASKS = [t for t in TASKS if t != "gan_neurips14_cpu"]
-STATES = REPO / "tests" / "fixtures" / "verifier_states"
 GPU_CHECKS = ["gpu_listed", "gpu_used"]
 
 # What each shallow state fails on, exactly.
@@ -65,29 +64,6 @@ SHALLOW_FAILS = {
     # Hand-made: the same run with a CPU-only TensorFlow.
     "simclr_icml20": ["gpu_listed", "gpu_used", "tensorflow_sees_gpu"],
 }
-
-
-def judged(task_id, folder):
-    return checks.judge_all(verification.load_checks(task_id), folder)
-
-
-def failed(results):
-    return sorted(r["name"] for r in results if not r["passed"])
-
-
-def verdict(task_id, folder):
-    return verification.verdict_from_logs(folder, 1.0, verification.load_checks(task_id))
-
-
-def copy_state(task_id, state, dest):
-    shutil.copytree(STATES / task_id / state, dest)
-    return dest
-
-
-def edit(path, old, new):
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {path.name}"
-    path.write_text(text.replace(old, new))
 
 
 @pytest.mark.parametrize("task_id", TASKS)

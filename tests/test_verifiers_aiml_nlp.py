@@ -5,14 +5,14 @@ repositories' output formats, since none of these tasks can run on this machine)
 from the pass states, and the shape of their reference roles."""
 
 import json
-import shutil
 import subprocess
 
 import pytest
 import yaml
 
-from deploybench import checks, toolkit, verification
+from deploybench import checks, verification
 from tests.conftest import REPO
+from tests.verifier_states import STATES, copy_state, edit, failed, judged, run_experiment, verdict
 
 TASKS = [
     "adalora_iclr23",
@@ -24,7 +24,6 @@ TASKS = [
     "pixelreasoner_neurips25",
     "ldm_cvpr22",
 ]
-STATES = REPO / "tests" / "fixtures" / "verifier_states"
 GPU_CHECKS = ["cuda_available", "gpu_listed", "gpu_used"]
 # What each shallow state (an env on the wrong device, or one that only imports) fails on.
 SHALLOW_FAILS = {
@@ -101,29 +100,6 @@ SHALLOW_FAILS = {
 }
 
 
-def judged(task_id, folder):
-    return checks.judge_all(verification.load_checks(task_id), folder)
-
-
-def failed(results):
-    return sorted(r["name"] for r in results if not r["passed"])
-
-
-def verdict(task_id, folder):
-    return verification.verdict_from_logs(folder, 1.0, verification.load_checks(task_id))
-
-
-def copy_state(task_id, state, dest):
-    shutil.copytree(STATES / task_id / state, dest)
-    return dest
-
-
-def edit(path, old, new):
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {path.name}"
-    path.write_text(text.replace(old, new))
-
-
 @pytest.mark.parametrize("task_id", TASKS)
 def test_hand_made_pass_state_passes_both_layers(task_id):
     folder = STATES / task_id / "pass"
@@ -171,32 +147,6 @@ ENTRY = {
 }
 
 
-def run_experiment(task_id, workdir, log_dir):
-    """The task's machine side on this host as the verify_hidden role runs it on a machine: the
-    trusted busybox shell, a clean environment, a tools folder; then the verdict judged here."""
-    bb = toolkit.busybox()
-    tools = log_dir.parent / f"{log_dir.name}-tools"
-    scratch = log_dir.parent / f"{log_dir.name}-scratch"
-    for folder in (log_dir, tools, scratch):
-        folder.mkdir(parents=True)
-    (tools / "busybox").symlink_to(bb)
-    (tools / "sh").symlink_to(bb)
-    script = tools / "experiment.sh"
-    script.write_text(verification.machine_script(task_id))
-    env = {
-        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
-        "WORKDIR": str(workdir),
-        "LOG_DIR": str(log_dir),
-        "SCRATCH": str(scratch),
-        "TOOLS": str(tools),
-    }
-    proc = subprocess.run(
-        [bb, "timeout", "120", bb, "sh", script], env=env, capture_output=True, timeout=150
-    )
-    assert proc.returncode == 0, (log_dir / "verifier_stdout.log").read_text()
-    return verification.verdict_from_logs(log_dir, 1.0, verification.load_checks(task_id))
-
-
 @pytest.mark.parametrize("task_id", TASKS)
 def test_experiment_runs_under_busybox_and_fails_an_untouched_tree(task_id, tmp_path):
     # The real experiment.sh, under the trusted busybox shell, against a staged tree with nothing
@@ -208,7 +158,7 @@ def test_experiment_runs_under_busybox_and_fails_an_untouched_tree(task_id, tmp_
     (workdir / ENTRY[task_id]).parent.mkdir(parents=True)
     (workdir / ENTRY[task_id]).write_text("# staged entry point\n")
     (workdir / "RUNBOOK.MD").write_text("STATUS: SUCCESS\n")
-    verdict = run_experiment(task_id, workdir, tmp_path / "logs")
+    verdict = run_experiment(task_id, workdir, tmp_path / "logs", seconds=120)
     assert verdict["passed"] is False
     assert {"environment", *GPU_CHECKS} <= set(failed(verdict["layer2"]["checks"]))
     assert (tmp_path / "logs" / "environment.rc").read_text().strip() == "127"

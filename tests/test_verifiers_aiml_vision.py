@@ -8,7 +8,6 @@ reach), so every pass state is HAND-MADE from the repository's documented output
 untouched states, and yolov7's shallow state, are from real runs of experiment_lib.sh +
 experiment.sh under busybox here; the other shallow states are hand-made."""
 
-import shutil
 import subprocess
 
 import pytest
@@ -16,6 +15,7 @@ import yaml
 
 from deploybench import checks, verification
 from tests.conftest import REPO
+from tests.verifier_states import FAILING, STATES, copy_state, edit, failed, judged, verdict
 
 TASKS = [
     "yolov7_cvpr23",
@@ -26,8 +26,6 @@ TASKS = [
     "equigrasp_rss22",
     "interactionwarping_corl23",
 ]
-STATES = REPO / "tests" / "fixtures" / "verifier_states"
-FAILING = ["untouched", "shallow"]
 # The tasks on which "checks weakened to the entry point exists" is tried: such a verifier would
 # pass their shallow states, so the real checks are what rejects them.
 WEAKENED_ON = {
@@ -35,29 +33,6 @@ WEAKENED_ON = {
     "groundingdino_eccv24": "demo_output.txt",
     "mmseg_github24": "demo_output.txt",
 }
-
-
-def judged(task_id, folder):
-    return checks.judge_all(verification.load_checks(task_id), folder)
-
-
-def failed(results):
-    return sorted(r["name"] for r in results if not r["passed"])
-
-
-def verdict(task_id, folder):
-    return verification.verdict_from_logs(folder, 1.0, verification.load_checks(task_id))
-
-
-def copy_state(task_id, state, dest):
-    shutil.copytree(STATES / task_id / state, dest)
-    return dest
-
-
-def edit(path, old, new):
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {path.name}"
-    path.write_text(text.replace(old, new))
 
 
 @pytest.mark.parametrize("task_id", TASKS)

@@ -12,10 +12,9 @@ import yaml
 
 from deploybench import checks, toolkit, verification
 from tests.conftest import REPO
+from tests.verifier_states import FAILING, STATES, copy_state, edit, failed, judged, run_experiment
 
 TASKS = ["wannier90_jpcm20", "safehome_eurosys21", "quantumespresso_jpcm17"]
-STATES = REPO / "tests" / "fixtures" / "verifier_states"
-FAILING = ["untouched", "shallow"]
 # What a verifier cut down to "the entry point exists" would still ask: the facts file the
 # experiment writes about the binary (or the compiled main class) shows it is there.
 ENTRY_POINT_EXISTS = {
@@ -23,19 +22,6 @@ ENTRY_POINT_EXISTS = {
     "safehome_eurosys21": {"file": "build.txt", "pattern": "^main class: yes$"},
     "quantumespresso_jpcm17": {"file": "binary.txt", "pattern": "^exists: yes$"},
 }
-
-
-def judged(task_id, folder):
-    return checks.judge_all(verification.load_checks(task_id), folder)
-
-
-def failed(results):
-    return sorted(r["name"] for r in results if not r["passed"])
-
-
-def copy_state(task_id, state, dest):
-    shutil.copytree(STATES / task_id / state, dest)
-    return dest
 
 
 @pytest.mark.parametrize("task_id", TASKS)
@@ -78,17 +64,11 @@ def test_shallow_states_fail_on_what_makes_them_shallow(task_id):
     assert failed(judged(task_id, STATES / task_id / "shallow")) == SHALLOW_FAILS_ON[task_id]
 
 
-def _edit(path, old, new):
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {path.name}"
-    path.write_text(text.replace(old, new))
-
-
 def test_wannier90_judges_the_spreads(tmp_path):
     # The example's spread off by more than 1e-3, and the verifier's own input given the
     # example's converged spread (a canned output), each fail alone.
     off = copy_state("wannier90_jpcm20", "pass", tmp_path / "off")
-    _edit(off / "example01.wout", "=     4.466880976", "=     4.468880976")
+    edit(off / "example01.wout", "=     4.466880976", "=     4.468880976")
     assert failed(judged("wannier90_jpcm20", off)) == ["example_omega_total"]
     canned = copy_state("wannier90_jpcm20", "pass", tmp_path / "canned")
     shutil.copy(canned / "example01.wout", canned / "iter0.wout")
@@ -100,13 +80,13 @@ def test_wannier90_judges_the_spreads(tmp_path):
 
 def test_quantumespresso_judges_the_energies(tmp_path):
     off = copy_state("quantumespresso_jpcm17", "pass", tmp_path / "off")
-    _edit(off / "scf.out", "-15.83976403 Ry", "-15.83956403 Ry")  # 2e-4 Ry off
+    edit(off / "scf.out", "-15.83976403 Ry", "-15.83956403 Ry")  # 2e-4 Ry off
     assert failed(judged("quantumespresso_jpcm17", off)) == ["scf_total_energy"]
     swapped = copy_state("quantumespresso_jpcm17", "pass", tmp_path / "swapped")
     shutil.copy(swapped / "scf.out", swapped / "hidden.out")
     assert failed(judged("quantumespresso_jpcm17", swapped)) == ["hidden_total_energy"]
     unconverged = copy_state("quantumespresso_jpcm17", "pass", tmp_path / "unconverged")
-    _edit(unconverged / "scf.out", "convergence has been achieved", "convergence NOT achieved")
+    edit(unconverged / "scf.out", "convergence has been achieved", "convergence NOT achieved")
     assert failed(judged("quantumespresso_jpcm17", unconverged)) == ["scf_converged"]
 
 
@@ -126,32 +106,6 @@ def test_safehome_judges_the_latency_order(tmp_path):
         "SafeHomeFramework.jar\n"
     )
     assert failed(judged("safehome_eurosys21", jar)) == ["main_class_loaded_from_the_build"]
-
-
-def run_experiment(task_id, workdir, log_dir):
-    """The task's machine side on this host as the verify_hidden role runs it on a machine: the
-    trusted busybox shell, a clean environment, a tools folder; then the verdict judged here."""
-    bb = toolkit.busybox()
-    tools = log_dir.parent / f"{log_dir.name}-tools"
-    scratch = log_dir.parent / f"{log_dir.name}-scratch"
-    for folder in (log_dir, tools, scratch):
-        folder.mkdir(parents=True)
-    (tools / "busybox").symlink_to(bb)
-    (tools / "sh").symlink_to(bb)
-    script = tools / "experiment.sh"
-    script.write_text(verification.machine_script(task_id))
-    env = {
-        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
-        "WORKDIR": str(workdir),
-        "LOG_DIR": str(log_dir),
-        "SCRATCH": str(scratch),
-        "TOOLS": str(tools),
-    }
-    proc = subprocess.run(
-        [bb, "timeout", "300", bb, "sh", script], env=env, capture_output=True, timeout=330
-    )
-    assert proc.returncode == 0, (log_dir / "verifier_stdout.log").read_text()
-    return verification.verdict_from_logs(log_dir, 1.0, verification.load_checks(task_id))
 
 
 def test_wannier90_stub_printing_the_documented_result_fails(tmp_path):

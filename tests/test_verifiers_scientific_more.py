@@ -5,7 +5,6 @@ pass states by hand), the machine side run on this host against cheating workdir
 of their reference roles."""
 
 import re
-import shutil
 import subprocess
 
 import pytest
@@ -13,6 +12,7 @@ import yaml
 
 from deploybench import checks, toolkit, verification
 from tests.conftest import REPO
+from tests.verifier_states import FAILING, STATES, copy_state, edit, failed, judged, run_experiment
 
 TASKS = [
     "seurat_cell21",
@@ -25,8 +25,6 @@ TASKS = [
     "rudra_sosp21",
     "uslope_osdi24",
 ]
-STATES = REPO / "tests" / "fixtures" / "verifier_states"
-FAILING = ["untouched", "shallow"]
 # What a verifier cut down to "the entry point exists" would still ask.
 ENTRY_POINT_EXISTS = {
     "seurat_cell21": {"file": "02_workflow.log", "pattern": r"^== experiment: Rscript "},
@@ -56,25 +54,6 @@ SHALLOW_FAILS_ON = {
     "rudra_sosp21": ["hidden_bugs_reported", "rudra_installed"],
     "uslope_osdi24": ["archives_smaller", "binary_built", "search_only_matches"],
 }
-
-
-def judged(task_id, folder):
-    return checks.judge_all(verification.load_checks(task_id), folder)
-
-
-def failed(results):
-    return sorted(r["name"] for r in results if not r["passed"])
-
-
-def copy_state(task_id, state, dest):
-    shutil.copytree(STATES / task_id / state, dest)
-    return dest
-
-
-def _edit(path, old, new):
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {path.name}"
-    path.write_text(text.replace(old, new))
 
 
 @pytest.mark.parametrize("task_id", TASKS)
@@ -114,16 +93,16 @@ def test_shallow_states_fail_on_what_makes_them_shallow(task_id):
 def test_seurat_judges_where_seurat_came_from(tmp_path):
     # The distribution's Seurat copied into the workdir: its DESCRIPTION says Repository: CRAN.
     copied = copy_state("seurat_cell21", "pass", tmp_path / "copied")
-    _edit(copied / "library.txt", "repository_field: none", "repository_field: Repository: CRAN")
+    edit(copied / "library.txt", "repository_field: none", "repository_field: Repository: CRAN")
     assert failed(judged("seurat_cell21", copied)) == ["built_from_the_checkout"]
     # R loaded Seurat from /usr/lib/R/site-library, not from the agent's library.
     system = copy_state("seurat_cell21", "pass", tmp_path / "system")
-    _edit(system / "loaded.txt", "loaded_from_agent_library: yes", "loaded_from_agent_library: no")
+    edit(system / "loaded.txt", "loaded_from_agent_library: yes", "loaded_from_agent_library: no")
     assert failed(judged("seurat_cell21", system)) == ["loaded_from_agent_library"]
     # Seurat 5 with SeuratObject 5 (what CRAN serves today).
     v5 = copy_state("seurat_cell21", "pass", tmp_path / "v5")
-    _edit(v5 / "summary.txt", "seurat_version: 4.3.0", "seurat_version: 5.1.0")
-    _edit(v5 / "summary.txt", "seuratobject_version: 4.1.3", "seuratobject_version: 5.0.2")
+    edit(v5 / "summary.txt", "seurat_version: 4.3.0", "seurat_version: 5.1.0")
+    edit(v5 / "summary.txt", "seuratobject_version: 4.1.3", "seuratobject_version: 5.0.2")
     assert failed(judged("seurat_cell21", v5)) == ["seurat_version", "seuratobject_v4"]
 
 
@@ -139,34 +118,8 @@ def test_seurat_judges_the_hidden_subset_and_the_clusters(tmp_path):
     assert failed(judged("seurat_cell21", one)) == ["wsnn_clusters"]
     # No UMAP computed.
     no_umap = copy_state("seurat_cell21", "pass", tmp_path / "no_umap")
-    _edit(no_umap / "summary.txt", "reductions: pca apca umap", "reductions: pca apca")
+    edit(no_umap / "summary.txt", "reductions: pca apca umap", "reductions: pca apca")
     assert "umap_reduction" in failed(judged("seurat_cell21", no_umap))
-
-
-def run_experiment(task_id, workdir, log_dir):
-    """The task's machine side on this host as the verify_hidden role runs it on a machine: the
-    trusted busybox shell, a clean environment, a tools folder; then the verdict judged here."""
-    bb = toolkit.busybox()
-    tools = log_dir.parent / f"{log_dir.name}-tools"
-    scratch = log_dir.parent / f"{log_dir.name}-scratch"
-    for folder in (log_dir, tools, scratch):
-        folder.mkdir(parents=True)
-    (tools / "busybox").symlink_to(bb)
-    (tools / "sh").symlink_to(bb)
-    script = tools / "experiment.sh"
-    script.write_text(verification.machine_script(task_id))
-    env = {
-        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
-        "WORKDIR": str(workdir),
-        "LOG_DIR": str(log_dir),
-        "SCRATCH": str(scratch),
-        "TOOLS": str(tools),
-    }
-    proc = subprocess.run(
-        [bb, "timeout", "300", bb, "sh", script], env=env, capture_output=True, timeout=330
-    )
-    assert proc.returncode == 0, (log_dir / "verifier_stdout.log").read_text()
-    return verification.verdict_from_logs(log_dir, 1.0, verification.load_checks(task_id))
 
 
 def test_seurat_fake_library_fails_on_this_host(tmp_path):
@@ -213,15 +166,13 @@ def test_gromacs_stub_binary_fails_on_this_host(tmp_path):
 
 def test_gromacs_judges_the_energy(tmp_path):
     hot = copy_state("gromacs_softwarex15", "pass", tmp_path / "hot")
-    _edit(hot / "facts.txt", "potential_per_water: -40.705", "potential_per_water: -12.030")
+    edit(hot / "facts.txt", "potential_per_water: -40.705", "potential_per_water: -12.030")
     assert failed(judged("gromacs_softwarex15", hot)) == ["potential_per_water"]
     gpu = copy_state("gromacs_softwarex15", "pass", tmp_path / "gpu")
-    _edit(gpu / "version.txt", "GPU support:         disabled", "GPU support:         CUDA")
+    edit(gpu / "version.txt", "GPU support:         disabled", "GPU support:         CUDA")
     assert failed(judged("gromacs_softwarex15", gpu)) == ["cpu_only_build"]
     packaged = copy_state("gromacs_softwarex15", "pass", tmp_path / "packaged")
-    _edit(
-        packaged / "version.txt", "GROMACS version:     2027.0-dev", "GROMACS version:     2022.5"
-    )
+    edit(packaged / "version.txt", "GROMACS version:     2027.0-dev", "GROMACS version:     2022.5")
     assert failed(judged("gromacs_softwarex15", packaged)) == ["built_version"]
 
 
@@ -298,17 +249,17 @@ def test_task_says_whether_it_runs_here(task_id):
 
 def test_openfoam_judges_the_run(tmp_path):
     unfinished = copy_state("openfoam_github25", "pass", tmp_path / "unfinished")
-    _edit(unfinished / "foamRun.txt", "Time = 0.25s", "Time = 0.125s")
+    edit(unfinished / "foamRun.txt", "Time = 0.25s", "Time = 0.125s")
     assert failed(judged("openfoam_github25", unfinished)) == ["reached_end_time"]
     diverged = copy_state("openfoam_github25", "pass", tmp_path / "diverged")
-    _edit(diverged / "foamRun.txt", "sum local = 4.29311e-09", "sum local = 3.1e+02")
-    _edit(diverged / "foamRun.txt", "max: 0.585607", "max: 48.2")
+    edit(diverged / "foamRun.txt", "sum local = 4.29311e-09", "sum local = 3.1e+02")
+    edit(diverged / "foamRun.txt", "max: 0.585607", "max: 48.2")
     assert failed(judged("openfoam_github25", diverged)) == [
         "continuity_small",
         "courant_plausible",
     ]
     other = copy_state("openfoam_github25", "pass", tmp_path / "other")
-    _edit(other / "foamRun.txt", "Version:  13", "Version:  12")
+    edit(other / "foamRun.txt", "Version:  13", "Version:  12")
     assert failed(judged("openfoam_github25", other)) == ["version_13"]
 
 
@@ -339,7 +290,7 @@ def test_openfoam_role_patch_matches_the_pinned_foametcfile():
 
 def test_kaldi_judges_the_wer(tmp_path):
     untrained = copy_state("kaldi_asru11", "pass", tmp_path / "untrained")
-    _edit(
+    edit(
         untrained / "best_wer.txt",
         "%WER 0.00 [ 0 / 224, 0 ins, 0 del, 0 sub ]",
         "%WER 48.21 [ 108 / 224, 0 ins, 0 del, 108 sub ]",
@@ -352,15 +303,15 @@ def test_kaldi_judges_the_wer(tmp_path):
 
 def test_oceananigans_judges_the_simulation(tmp_path):
     blown = copy_state("oceananigans_joss20", "pass", tmp_path / "blown")
-    _edit(blown / "summary.txt", "u_finite: true", "u_finite: false")
-    _edit(blown / "summary.txt", "u_max: 0.8412", "u_max: NaN")
+    edit(blown / "summary.txt", "u_finite: true", "u_finite: false")
+    edit(blown / "summary.txt", "u_max: 0.8412", "u_max: NaN")
     assert failed(judged("oceananigans_joss20", blown)) == [
         "velocities_bounded",
         "velocities_finite",
     ]
     short = copy_state("oceananigans_joss20", "pass", tmp_path / "short")
-    _edit(short / "summary.txt", "clock_time: 0.5000000000000002", "clock_time: 0.25")
-    _edit(short / "summary.txt", "iterations: 50", "iterations: 25")
+    edit(short / "summary.txt", "clock_time: 0.5000000000000002", "clock_time: 0.25")
+    edit(short / "summary.txt", "iterations: 50", "iterations: 25")
     assert failed(judged("oceananigans_joss20", short)) == ["clock_at_stop_time", "iterations"]
 
 

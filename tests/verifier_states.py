@@ -1,0 +1,64 @@
+"""What the verifier tests share: the recorded final states (tests/fixtures/verifier_states/
+<id>/<state>/, each with a README.md saying how it was made), judging them with a task's checks,
+editing copies of them into cheats, and running a task's machine side on this host."""
+
+import shutil
+import subprocess
+
+from deploybench import checks, toolkit, verification
+from tests.conftest import REPO
+
+STATES = REPO / "tests" / "fixtures" / "verifier_states"
+FAILING = ["untouched", "shallow"]
+
+
+def judged(task_id, folder):
+    return checks.judge_all(verification.load_checks(task_id), folder)
+
+
+def failed(results):
+    return sorted(r["name"] for r in results if not r["passed"])
+
+
+def verdict(task_id, folder):
+    return verification.verdict_from_logs(folder, 1.0, verification.load_checks(task_id))
+
+
+def copy_state(task_id, state, dest):
+    shutil.copytree(STATES / task_id / state, dest)
+    return dest
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path.name}"
+    path.write_text(text.replace(old, new))
+
+
+def run_experiment(task_id, workdir, log_dir, seconds=300):
+    """The task's machine side on this host as the verify_hidden role runs it on a machine: the
+    trusted busybox shell, a clean environment, a tools folder; then the verdict judged here."""
+    bb = toolkit.busybox()
+    tools = log_dir.parent / f"{log_dir.name}-tools"
+    scratch = log_dir.parent / f"{log_dir.name}-scratch"
+    for folder in (log_dir, tools, scratch):
+        folder.mkdir(parents=True)
+    (tools / "busybox").symlink_to(bb)
+    (tools / "sh").symlink_to(bb)
+    script = tools / "experiment.sh"
+    script.write_text(verification.machine_script(task_id))
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+        "WORKDIR": str(workdir),
+        "LOG_DIR": str(log_dir),
+        "SCRATCH": str(scratch),
+        "TOOLS": str(tools),
+    }
+    proc = subprocess.run(
+        [bb, "timeout", str(seconds), bb, "sh", script],
+        env=env,
+        capture_output=True,
+        timeout=seconds + 30,
+    )
+    assert proc.returncode == 0, (log_dir / "verifier_stdout.log").read_text()
+    return verdict(task_id, log_dir)
