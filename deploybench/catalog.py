@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -271,6 +272,24 @@ def load_tasks(tasks_dir: Path = TASKS_DIR) -> dict[str, dict[str, Any]]:
         data, _ = read_task(path)
         tasks[data["id"]] = data
     return tasks
+
+
+def task_id_pattern() -> str:
+    """The one pattern of a task id: the schema's (tasks/schema.json, field id)."""
+    return schema()["properties"]["id"]["pattern"]
+
+
+def load_task(task_id: str, tasks_dir: Path = TASKS_DIR) -> dict[str, Any]:
+    """One task.yaml, checked against the schema: what an attempt loads, once. The id is
+    checked against the schema's pattern before it is used in a path."""
+    if not isinstance(task_id, str) or not re.fullmatch(task_id_pattern(), task_id):
+        raise DeployBenchError(f"bad task id {task_id!r}: not of the form {task_id_pattern()}")
+    path = task_file(task_id, tasks_dir)
+    problems = task_problems(path, Path(tasks_dir), full=False)
+    if problems:
+        raise DeployBenchError(problems[0])
+    data, _ = read_task(path)
+    return data
 
 
 def get_task(task_id: str, tasks_dir: Path = TASKS_DIR) -> dict[str, Any]:

@@ -2,23 +2,20 @@
 verifier's logs, unpacked from what the playbook fetched, and the verdict judged from them
 (the machine's integrity from the tamper scan's raw lines, then Layers 1 and 2).
 
-Called by the agent_stop and verify_hidden roles as `python -m deploybench.evidence ...`, so a
-playbook run by hand leaves the same files as `deploybench run`."""
+Called through the playbook's side door (deploybench/sidedoor.py), so a playbook run by hand
+leaves the same files as `deploybench run`."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import io
-import json
 import shutil
 import tarfile
 from dataclasses import asdict
 from pathlib import Path
 
-import click
-
-from deploybench import integrity, runfolder, toolkit, verification
+from deploybench import integrity, runfolder, verification
 
 # Exit codes of `timeout`: 124 when the budget ran out (GNU), 143 (busybox: SIGTERM), 137
 # when it had to SIGKILL.
@@ -130,72 +127,3 @@ def judge(
         runfolder.Verify(verifier_rc=rc, seconds=round(seconds, 3), timed_out=timed_out and ran),
     )
     return verdict
-
-
-@click.group()
-def main() -> None:
-    """Evidence helpers run on the controller by the run_task playbook."""
-
-
-@main.command("unpack-state")
-@click.argument("attempt", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--rc", type=int, required=True)
-@click.option("--seconds", type=float, required=True)
-@click.option("--killed", type=int, default=0)
-def _unpack_state(attempt: Path, rc: int, seconds: float, killed: int) -> None:
-    click.echo(json.dumps(unpack_state(attempt, rc, seconds, killed)))
-
-
-@main.command("verdict")
-@click.argument("attempt", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--rc", type=int, default=None)
-@click.option("--seconds", type=float, required=True)
-@click.option("--task", "task_id", default=None, help="Judge this task's checks.yaml.")
-@click.option("--scan", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--probe", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--ran/--not-ran", default=True, help="Whether the experiment ran.")
-def _verdict(attempt, rc, seconds, task_id, scan, probe, ran) -> None:
-    verdict = judge(attempt, rc, seconds, task_id, scan, probe, ran)
-    click.echo(f"passed={verdict['passed']}")
-
-
-@main.command("broken")
-@click.argument("attempt", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--rc", type=int, required=True)
-@click.option("--seconds", type=float, required=True)
-@click.option("--probe", type=click.Path(dir_okay=False, path_type=Path), required=True)
-def _broken(attempt: Path, rc: int, seconds: float, probe: Path) -> None:
-    """Judge a machine the agent broke: keep what it wrote, record how it stopped, and write the
-    verdict (machine_broken) from the probe's raw lines; the experiment is not run."""
-    keep_agent_files(attempt)
-    unpack_state(attempt, rc, seconds, 0)
-    verdict = judge(attempt, None, 0.0, scan=None, probe=probe, ran=False)
-    click.echo(f"passed={verdict['passed']} category={verdict['machine']['category']}")
-
-
-@main.command("integrity")
-@click.argument("scan", type=click.Path(dir_okay=False, path_type=Path))
-def _integrity(scan: Path) -> None:
-    """Print the integrity judgment of a tamper scan's raw lines (passed=True|False)."""
-    result = integrity.judge(_text(scan))
-    click.echo(f"passed={result['passed']} category={result['category']}")
-
-
-@main.command("busybox")
-def _busybox() -> None:
-    """Print the path of the controller's static busybox (the verifier's trusted tools)."""
-    click.echo(toolkit.busybox())
-
-
-@main.command("machine-script")
-@click.argument("task_id")
-@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
-def _machine_script(task_id: str, out: Path) -> None:
-    """Write what runs on the machine for TASK_ID (the preamble, then its experiment.sh)."""
-    verification.load_checks(task_id)  # a task whose checks do not validate is not run
-    out.write_text(verification.machine_script(task_id))
-    out.chmod(0o600)
-
-
-if __name__ == "__main__":
-    main()

@@ -7,10 +7,10 @@
     runs/<run_id>/<task>/<agent>/<n>/      one attempt: the files named below
     runs/<run_id>/<task>/<agent>/<n>.infra-<try>/   a try that ended in an infrastructure error
 
-The runner, the playbook's evidence callbacks, the report and diagnose write and read these
-files through this module only (tests/test_seams.py fails when another module spells one), and a
-JSON-lines file whose last line was cut off by a crash mid-write is read the same way
-everywhere: without that line, and said so."""
+The runner, the playbook's side door (deploybench/sidedoor.py), the report and diagnose write
+and read these files through this module only (tests/test_seams.py fails when another module
+spells one), and a JSON-lines file whose last line was cut off by a crash mid-write is read the
+same way everywhere: without that line, and said so."""
 
 from __future__ import annotations
 
@@ -43,7 +43,13 @@ TIMING = "timing.json"  # the attempt's wall time on the controller
 HARNESS_ERROR = "harness_error.txt"  # the traceback of a harness bug
 DIAGNOSIS = "diagnosis.json"  # `deploybench diagnose`
 DIAGNOSIS_PROMPT = "diagnosis_prompt.md"
-# What the playbook fetches, unpacked on the controller (deploybench.evidence).
+# What the playbook brings to and from the machine, through deploybench.sidedoor.
+STAGING = "staging.json"  # what was staged: commit, missing files, the paper's fate
+STAGED_TARBALL = "staged.tar.gz"  # a demo task's artifact as a tree (catalog trees are cached)
+PAPERS_TARBALL = "papers.tar"  # the paper files that go beside the tree
+MACHINE_SCRIPT = "machine_side.sh"  # the verifier's machine side, deleted once judged
+TAMPER_SCAN = "tamper_scan.txt"  # raw lines of the tamper scan (moved into VERIFIER_DIR)
+MACHINE_PROBE = "machine_probe.txt"  # raw lines of the probe of a broken machine
 STATE_TARBALL = "state.tar.gz"
 VERIFIER_TARBALL = "verifier.tar.gz"
 VERIFIER_B64 = "verifier.tar.gz.b64"
@@ -73,6 +79,12 @@ ATTEMPT_FILES = (
     HARNESS_ERROR,
     DIAGNOSIS,
     DIAGNOSIS_PROMPT,
+    STAGING,
+    STAGED_TARBALL,
+    PAPERS_TARBALL,
+    MACHINE_SCRIPT,
+    TAMPER_SCAN,
+    MACHINE_PROBE,
     STATE_TARBALL,
     VERIFIER_TARBALL,
     VERIFIER_B64,

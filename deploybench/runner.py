@@ -30,13 +30,13 @@ from deploybench import (
     deployments,
     inventory,
     runfolder,
+    sidedoor,
     trajectories,
-    verification,
 )
 from deploybench.agents import AgentSpec
 from deploybench.backends import Backend, MachineRequest, get_backend
 from deploybench.errors import DeployBenchError, InfraError
-from deploybench.paths import PLAYBOOKS_DIR, REPO_ROOT
+from deploybench.paths import PLAYBOOKS_DIR
 from deploybench.runfolder import ResultsStore
 
 
@@ -102,7 +102,6 @@ class Runner:
             extravars = {
                 "task_id": attempt.task_id,
                 "attempt_dir": str(folder.resolve()),
-                "deploybench_repo": str(REPO_ROOT),
                 **agent.extravars(),
             }
             if self.o.agent_seconds:
@@ -140,35 +139,7 @@ class Runner:
         return self._result_line(attempt, agent, folder, started_at)
 
     def _result_line(self, attempt: Attempt, agent: AgentSpec, folder: Path, started_at: str):
-        stop = runfolder.read_stop(folder)
-        verdict = runfolder.read_verdict(folder)
-        verify = runfolder.read_verify(folder)
-        trajectory = runfolder.trajectory_path(folder)
-        events = trajectories.read_events(trajectory) if trajectory.is_file() else []
-        summary = trajectories.summary(events)
-        layer, category = verification.failure_of(verdict, timed_out=verify.timed_out)
-        if stop.timed_out:
-            stop_type = "timeout"
-        elif agent.max_steps and summary["steps"] >= agent.max_steps and not summary["finished"]:
-            stop_type = "max_steps"
-        else:
-            stop_type = "self_stop"
-        return self._row(
-            attempt,
-            started_at,
-            status="completed",
-            stop_type=stop_type,
-            runbook_status=verification.runbook_status(runfolder.read_runbook(folder)),
-            passed=bool(verdict["passed"]) and not verify.timed_out,
-            failure_layer=layer,
-            failure_category=category,
-            agent_seconds=stop.agent_seconds,
-            verify_seconds=verify.seconds,
-            steps=summary["steps"],
-            tokens_in=summary["tokens_in"],
-            tokens_out=summary["tokens_out"],
-            cost_usd=summary["cost_usd"],
-        )
+        return self._row(attempt, started_at, **sidedoor.outcome(folder, agent.max_steps))
 
     def _row(self, attempt: Attempt, started_at: str, **outcome: Any) -> dict[str, Any]:
         """A results.jsonl line: who and when, then the outcome; fields an outcome does not

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deploybench import sources, staging, staging_cli
+from deploybench import catalog, sources, staging
 from deploybench.catalog import load_tasks
 from deploybench.errors import DeployBenchError
 from tests.conftest import REPO, run_cli
@@ -258,7 +258,9 @@ def test_missing_file_is_recorded_and_needed_file_stops(upstream, tasks_dir, sta
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, upstream.lib_commit)
     (tasks_dir / "app_test24" / "paper.md").write_text("# The app paper\n")
     sources.sync(tasks, mirror)
-    plan = staging_cli.plan("app_test24", tmp_path / "attempt", tasks_dir)
+    plan = staging.plan_attempt(
+        catalog.load_task("app_test24", tasks_dir), tmp_path / "attempt", tasks_dir
+    )
     record = json.loads((tmp_path / "attempt" / "staging.json").read_text())
     assert record["missing_files"] == ["data/big.bin"] == plan["missing_files"]
     assert record["needed_missing"] == []
@@ -279,7 +281,9 @@ def test_missing_file_is_recorded_and_needed_file_stops(upstream, tasks_dir, sta
         needed_files=["data/*.bin"],
     )
     with pytest.raises(DeployBenchError, match=r"^app_test24: the source lacks 1 file\(s\) .*big"):
-        staging_cli.plan("app_test24", tmp_path / "stopped", tasks_dir)
+        staging.plan_attempt(
+            catalog.load_task("app_test24", tasks_dir), tmp_path / "stopped", tasks_dir
+        )
     stopped = json.loads((tmp_path / "stopped" / "staging.json").read_text())
     assert stopped["needed_missing"] == ["data/big.bin"] and stopped["stopped"]
     with pytest.raises(DeployBenchError, match="needed_files"):
@@ -296,7 +300,9 @@ def test_paper_pdf_from_the_mirror_is_staged(upstream, tasks_dir, state_home, tm
     (mirror / "papers" / "app_test24.pdf").write_bytes(b"%PDF-1.4 the paper\n")
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, upstream.lib_commit)
     assert sources.sync(tasks, mirror)["app_test24"]["paper"]["status"] == "cached"
-    plan = staging_cli.plan("app_test24", tmp_path / "attempt", tasks_dir)
+    plan = staging.plan_attempt(
+        catalog.load_task("app_test24", tasks_dir), tmp_path / "attempt", tasks_dir
+    )
     assert plan["paper"] == {"status": "cached", "staged": ["paper.pdf"]}
     assert Path(plan["papers"][0]["src"]).read_bytes().startswith(b"%PDF")
 
@@ -306,7 +312,7 @@ def test_demo_task_stages_as_before(state_home, tmp_path):
     tasks = load_tasks()
     demo = next(t for t in tasks.values() if t.get("demo"))
     assert sources.sync({demo["id"]: demo}) == {}
-    plan = staging_cli.plan(demo["id"], tmp_path / "attempt")
+    plan = staging.plan_attempt(demo, tmp_path / "attempt")
     assert plan["paper"] == {"status": "text", "staged": ["paper.md"]}
     work = unpack(plan["tar"], tmp_path / "machine")
     assert git(work, "rev-parse", "HEAD") == demo["repo"]["commit"]

@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from deploybench import sources
+from deploybench import runfolder, sources
 from deploybench.catalog import load_tasks
 from deploybench.errors import DeployBenchError
 from deploybench.progress import status_line
@@ -168,7 +168,7 @@ def stage(
     the time it took and what was staged; destroys the machine unless --keep."""
     from deploybench import ansible, deployments, inventory
     from deploybench.backends import MachineRequest, get_backend
-    from deploybench.paths import PLAYBOOKS_DIR, REPO_ROOT, runs_dir
+    from deploybench.paths import PLAYBOOKS_DIR, runs_dir
 
     task = select(task_id)[task_id]
     # Sources first: a missing commit or repository is one line, and no machine is made.
@@ -197,16 +197,15 @@ def stage(
                 "agent": "nop",
                 "stage_only": True,
                 "attempt_dir": str(folder.resolve()),
-                "deploybench_repo": str(REPO_ROOT),
             },
-            folder / "ansible",
+            folder / runfolder.ANSIBLE_DIR,
             on_event=events.append,
         )
         if not result.ok:
             raise DeployBenchError(f"{task_id}: staging failed: {_failure(events)}")
-        record = json.loads((folder / "staging.json").read_text())
+        record = runfolder.read_json(folder / runfolder.STAGING)
         _report(task_id, task, record, _events_seconds(events, "artifact_stage"), provisioned)
-        click.echo(f"records: {folder / 'staging.json'}")
+        click.echo(f"records: {folder / runfolder.STAGING}")
     finally:
         if keep:
             machine = next(iter(machines.values()))

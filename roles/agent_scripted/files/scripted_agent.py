@@ -6,13 +6,12 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 OUTPUT_LIMIT = 2000
 
 
-def main(script_path: str, trajectory_path: str, workdir: str) -> int:
-    commands = json.loads(Path(script_path).read_text())
+def main(commands_json: str, trajectory_path: str, workdir: str) -> int:
+    commands = json.loads(commands_json)
     started = time.monotonic()
     with open(trajectory_path, "w") as out:
 

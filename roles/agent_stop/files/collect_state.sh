@@ -1,14 +1,16 @@
 #!/bin/bash
 # Collect the machine's state after the agent stopped, as evidence: the runbook, the agent's
 # log and trajectory, git status and diff of the staged repository against the pinned commit,
-# package listings and the processes still running. Usage: collect_state.sh WORKDIR COMMIT CONTROL OUT
+# package listings and the processes still running, packed into one tar.gz in a fresh folder
+# with a name nobody knew (so a path the agent prepared is never written into nor packed), whose
+# path is printed as STATE_TARBALL=<path>. Usage: collect_state.sh WORKDIR COMMIT CONTROL
 #
 # Everything here was the agent's to shape, so: files are copied only when they are regular,
 # reached through no symbolic link, not hard-linked elsewhere, and only up to a size cap;
 # nothing the agent wrote is executed (git runs with hooks, fsmonitor, external diff and
 # textconv off; Python packages are listed from their metadata folders, not by pip).
 set -u
-workdir=$1 commit=$2 control=$3 out=$4
+workdir=$1 commit=$2 control=$3
 # Size caps in bytes (the README states them): the rest of a longer file is cut off and the
 # cut is noted in truncated.txt.
 CAP_RUNBOOK=$((1 * 1024 * 1024))
@@ -16,7 +18,9 @@ CAP_LOG=$((16 * 1024 * 1024))
 CAP_TRAJECTORY=$((64 * 1024 * 1024))
 CAP_OUTPUT=$((16 * 1024 * 1024))
 umask 077
-mkdir -p "$out"
+base=$(mktemp -d /tmp/deploybench-state-XXXXXXXX) || exit 1
+out=$base/state
+mkdir "$out"
 
 # copy_capped SRC DEST CAP: copy a regular file with one link, reached without symlinks.
 copy_capped() {
@@ -87,3 +91,4 @@ if [ -d "$workdir/env" ] && [ ! -L "$workdir/env" ]; then
 fi
 ps -eo pid,ppid,user,etimes,args 2>&1 | capped processes_after_stop.txt "$CAP_OUTPUT"
 chmod -R go-rwx "$out"
+tar -C "$out" -czf "$base/state.tar.gz" . && echo "STATE_TARBALL=$base/state.tar.gz"

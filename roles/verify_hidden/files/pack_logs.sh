@@ -1,9 +1,11 @@
 # Pack the verifier's logs for the controller: run by the trusted busybox (applets, not the
 # machine's tar or base64). Each file is capped (its last MiB kept), links are dropped, and the
 # tar.gz is printed base64-encoded on stdout, which is how it reaches the controller without a
-# module on the machine. Usage: pack_logs.sh LOG_DIR
+# module on the machine; then the trusted tools' folder is removed. Usage: pack_logs.sh DIR
+# (DIR is the /.deploybench-verify.* folder; its logs/ are packed).
 set -u
-logs=$1
+d=$1
+logs=$d/logs
 cap=1048576
 find "$logs" -type l -exec rm -f {} +
 find "$logs" -type f | while IFS= read -r f; do
@@ -12,3 +14,4 @@ find "$logs" -type f | while IFS= read -r f; do
   fi
 done
 tar -C "$logs" -czf - . | base64
+case "$d" in /.deploybench-verify.*) rm -rf "$d" ;; esac

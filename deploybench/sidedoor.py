@@ -1,0 +1,276 @@
+"""The playbook's one door into the package: what playbooks/run_task.yml asks of deploybench
+on the controller, as `python -m deploybench.sidedoor VERB ...`, and the results row's outcome
+read back from what that door wrote.
+
+    begin     load and validate the task (once per attempt), plan the staging, find the trusted
+              busybox and write the verifier's machine side; print all of it as one JSON
+              document, which the playbook keeps as facts (the task included: no other part of
+              the playbook reads task.yaml)
+    finish    unpack the collected state and the verifier's logs, record how the agent stopped
+              (stop.json), judge the machine, Layer 1 and Layer 2 (verdict.json, verify.json)
+    broken    the same for a machine the agent broke: keep what it wrote, judge machine_broken
+
+A playbook run by hand goes through the same door, so it leaves the same files as `deploybench
+run`. Every file name the door reads or writes comes from deploybench.runfolder, and the paths
+it hands the playbook are in begin's `files`, so the roles spell none."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tarfile
+import traceback
+from pathlib import Path
+from typing import Any
+
+import click
+
+from deploybench import catalog, runfolder
+from deploybench.errors import DeployBenchError
+from deploybench.paths import REPO_ROOT, TASKS_DIR
+
+# The agents the playbook knows, by the role kind that runs them (agent_<kind>).
+AGENT_KINDS = {
+    "reference": "reference",
+    "nop": "scripted",
+    "overclaim": "scripted",
+    "command": "command",
+}
+
+
+def agent_kind(agent: str) -> str:
+    """The role kind (agent_<kind>) of the playbook's `agent`."""
+    if agent not in AGENT_KINDS:
+        raise DeployBenchError(f"unknown agent {agent!r}: give one of {', '.join(AGENT_KINDS)}")
+    return AGENT_KINDS[agent]
+
+
+def files(attempt: Path) -> dict[str, str]:
+    """The controller-side paths of one attempt that the playbook reads or writes."""
+    names = {
+        "staging": runfolder.STAGING,
+        "papers": runfolder.PAPERS_TARBALL,
+        "machine_script": runfolder.MACHINE_SCRIPT,
+        "scan": runfolder.TAMPER_SCAN,
+        "probe": runfolder.MACHINE_PROBE,
+        "state": runfolder.STATE_TARBALL,
+        "verifier_b64": runfolder.VERIFIER_B64,
+        "agent_files_b64": runfolder.AGENT_FILES_B64,
+        "ansible_dir": runfolder.ANSIBLE_DIR,
+    }
+    return {key: str(attempt / name) for key, name in names.items()}
+
+
+def _papers_tar(papers: list[dict[str, str]], out: Path) -> None:
+    """The paper files in one small tar, streamed into the workdir beside the tree."""
+    with tarfile.open(out, "w") as tar:
+        for paper in papers:
+            tar.add(paper["src"], arcname=paper["name"], recursive=False)
+
+
+def begin(
+    task_id: str,
+    agent: str,
+    attempt: Path,
+    stage_only: bool = False,
+    tasks_dir: Path = TASKS_DIR,
+    root: Path = REPO_ROOT,
+) -> dict[str, Any]:
+    """Everything the playbook needs from the controller before it touches the machine."""
+    from deploybench import staging
+
+    kind = agent_kind(agent)
+    task = catalog.load_task(task_id, tasks_dir)
+    homes = catalog.homes(task_id, root)
+    if not stage_only and not homes["verifier"]:
+        raise DeployBenchError(f"task {task_id} has no verifier yet")
+    if agent == "reference" and not homes["reference_setup"]:
+        raise DeployBenchError(f"task {task_id} has no reference setup yet")
+    attempt = attempt.resolve()
+    for folder in (runfolder.STATE_DIR, runfolder.VERIFIER_DIR):
+        (attempt / folder).mkdir(parents=True, exist_ok=True)
+    paths = files(attempt)
+    plan = staging.plan_attempt(task, attempt, tasks_dir)
+    _papers_tar(plan["papers"], Path(paths["papers"]))
+    door: dict[str, Any] = {
+        "task": task,
+        "agent_kind": kind,
+        "stage": {"tar": plan["tar"], "papers": [p["name"] for p in plan["papers"]]},
+        "files": paths,
+    }
+    if not stage_only:
+        from deploybench import toolkit, verification
+
+        verification.load_checks(task_id)  # a task whose checks do not validate is not run
+        script = Path(paths["machine_script"])
+        script.write_text(verification.machine_script(task_id))
+        script.chmod(0o600)
+        door["busybox"] = str(toolkit.busybox())
+    return door
+
+
+def take_evidence(attempt: Path, evidence: dict[str, str]) -> None:
+    """Write the raw output the playbook kept out of its events (it came on our standard input)
+    into the attempt's files: the scan and the probe as text, the packed logs and the agent's
+    files as the base64 they are."""
+    paths = files(attempt)
+    for key, path in (
+        ("scan", "scan"),
+        ("probe", "probe"),
+        ("logs", "verifier_b64"),
+        ("agent_files", "agent_files_b64"),
+    ):
+        if key in evidence:
+            Path(paths[path]).write_text(str(evidence[key]))
+
+
+def finish(
+    attempt: Path,
+    task_id: str,
+    agent_rc: int,
+    agent_seconds: float,
+    killed: int,
+    verify_rc: int | None,
+    verify_seconds: float,
+    ran: bool,
+) -> dict[str, Any]:
+    """stop.json, then verdict.json and verify.json, from what the stop and verify stages
+    brought back; the machine-side script is deleted, judged or not."""
+    from deploybench import evidence
+
+    evidence.unpack_state(attempt, agent_rc, agent_seconds, killed)
+    paths = files(attempt)
+    verdict = evidence.judge(
+        attempt, verify_rc, verify_seconds, task_id, Path(paths["scan"]), ran=ran
+    )
+    _tidy(paths)
+    return verdict
+
+
+def _tidy(paths: dict[str, str]) -> None:
+    """What the playbook needed only while it ran: the machine side (which must not outlive
+    the attempt) and the papers' tar."""
+    for key in ("machine_script", "papers"):
+        Path(paths[key]).unlink(missing_ok=True)
+
+
+def broken(attempt: Path, agent_rc: int, agent_seconds: float) -> dict[str, Any]:
+    """A machine the agent broke: keep what it wrote, record how it stopped, and judge it
+    machine_broken from the probe's raw lines; the experiment is not run."""
+    from deploybench import evidence
+
+    evidence.keep_agent_files(attempt)
+    evidence.unpack_state(attempt, agent_rc, agent_seconds, 0)
+    paths = files(attempt)
+    verdict = evidence.judge(attempt, None, 0.0, probe=Path(paths["probe"]), ran=False)
+    _tidy(paths)
+    return verdict
+
+
+def outcome(attempt: Path, max_steps: int | None) -> dict[str, Any]:
+    """The outcome fields of an attempt's results.jsonl row (contract 3), from the files the
+    door wrote and the trajectory: how the agent stopped, what it claimed, the verdict."""
+    from deploybench import trajectories, verification
+
+    stop = runfolder.read_stop(attempt)
+    verdict = runfolder.read_verdict(attempt)
+    verify = runfolder.read_verify(attempt)
+    trajectory = runfolder.trajectory_path(attempt)
+    events = trajectories.read_events(trajectory) if trajectory.is_file() else []
+    summary = trajectories.summary(events)
+    layer, category = verification.failure_of(verdict, timed_out=verify.timed_out)
+    if stop.timed_out:
+        stop_type = "timeout"
+    elif max_steps and summary["steps"] >= max_steps and not summary["finished"]:
+        stop_type = "max_steps"
+    else:
+        stop_type = "self_stop"
+    return {
+        "status": "completed",
+        "stop_type": stop_type,
+        "runbook_status": verification.runbook_status(runfolder.read_runbook(attempt)),
+        "passed": bool(verdict["passed"]) and not verify.timed_out,
+        "failure_layer": layer,
+        "failure_category": category,
+        "agent_seconds": stop.agent_seconds,
+        "verify_seconds": verify.seconds,
+        "steps": summary["steps"],
+        "tokens_in": summary["tokens_in"],
+        "tokens_out": summary["tokens_out"],
+        "cost_usd": summary["cost_usd"],
+    }
+
+
+# ---- the CLI the playbook calls ----
+class _Door(click.Group):
+    """A harness error is one line on stderr and exit 1, never a traceback in the events; the
+    judging verbs run with no_log, so their traceback is kept in the attempt folder instead."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DeployBenchError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+def _judging(attempt: Path, judge) -> dict[str, Any]:
+    """Take the evidence from standard input, then judge; a failure leaves its traceback in
+    the attempt folder (the playbook hides this task's output)."""
+    try:
+        if not sys.stdin.isatty():
+            text = sys.stdin.read()
+            if text.strip():
+                take_evidence(attempt, json.loads(text))
+        return judge()
+    except Exception:
+        (attempt / runfolder.HARNESS_ERROR).write_text(traceback.format_exc())
+        raise
+
+
+@click.group(cls=_Door)
+def main() -> None:
+    """What the run_task playbook asks of deploybench on the controller."""
+
+
+_ATTEMPT = click.Path(file_okay=False, path_type=Path)
+
+
+@main.command("begin")
+@click.option("--task", "task_id", required=True)
+@click.option("--agent", required=True)
+@click.option("--attempt", type=_ATTEMPT, required=True)
+@click.option("--stage-only/--not-stage-only", default=False, help="No verifier is needed.")
+def _begin(task_id: str, agent: str, attempt: Path, stage_only: bool) -> None:
+    click.echo(json.dumps(begin(task_id, agent, attempt, stage_only)))
+
+
+@main.command("finish")
+@click.argument("attempt", type=_ATTEMPT)
+@click.option("--task", "task_id", required=True)
+@click.option("--agent-rc", type=int, required=True)
+@click.option("--agent-seconds", type=float, required=True)
+@click.option("--killed", type=int, default=0)
+@click.option("--verify-rc", type=int, default=None)
+@click.option("--verify-seconds", type=float, default=0.0)
+@click.option("--ran/--not-ran", default=True, help="Whether the experiment ran.")
+def _finish(attempt, task_id, agent_rc, agent_seconds, killed, verify_rc, verify_seconds, ran):
+    verdict = _judging(
+        attempt,
+        lambda: finish(
+            attempt, task_id, agent_rc, agent_seconds, killed, verify_rc, verify_seconds, ran
+        ),
+    )
+    click.echo(f"passed={verdict['passed']}")
+
+
+@main.command("broken")
+@click.argument("attempt", type=_ATTEMPT)
+@click.option("--agent-rc", type=int, required=True)
+@click.option("--agent-seconds", type=float, required=True)
+def _broken(attempt: Path, agent_rc: int, agent_seconds: float) -> None:
+    verdict = _judging(attempt, lambda: broken(attempt, agent_rc, agent_seconds))
+    click.echo(f"passed={verdict['passed']} category={verdict['machine']['category']}")
+
+
+if __name__ == "__main__":
+    main()
