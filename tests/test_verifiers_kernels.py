@@ -1,4 +1,4 @@
-"""Verifiers of the kernel tasks theseus_osdi20 (more to come): their checks judged on recorded
+"""Verifiers of the kernel tasks theseus_osdi20 and orbit_osdi22: their checks judged on recorded
 final states (tests/fixtures/verifier_states/<id>/{pass,untouched,shallow}/, each with a README
 saying how it was made; the pass states are made by hand, since none of these kernels can be
 built here), cheats edited into copies of them, the machine side run for real on this host where
@@ -13,10 +13,11 @@ from deploybench import checks, toolkit, verification
 from tests.conftest import REPO
 from tests.verifier_states import FAILING, STATES, copy_state, edit, failed, judged, run_experiment
 
-TASKS = ["theseus_osdi20"]
+TASKS = ["theseus_osdi20", "orbit_osdi22"]
 # What a verifier cut down to "the kernel image exists" would still ask.
 IMAGE_EXISTS = {
     "theseus_osdi20": {"file": "binary.txt", "pattern": "^regular: yes$"},
+    "orbit_osdi22": {"file": "binary.txt", "pattern": "^bzimage: HdrS$"},
 }
 SHALLOW_FAILS_ON = {
     "theseus_osdi20": [
@@ -25,6 +26,18 @@ SHALLOW_FAILS_ON = {
         "not_a_prebuilt_image",
         "one_captain",
         "ran_in_the_drawn_order",
+    ],
+    "orbit_osdi22": [
+        "booted_orbit_kernel",
+        "guest_release",
+        "kernel_built_here",
+        "kernel_has_orbit_config",
+        "kernel_is_5_4_91",
+        "large_call_latency",
+        "latency_grows_with_size",
+        "small_call_latency",
+        "snap_on_the_drawn_sizes",
+        "snap_rows",
     ],
 }
 
@@ -116,6 +129,42 @@ def test_theseus_image_that_is_no_iso_fails_on_this_host(tmp_path):
         failed(verdict["layer2"]["checks"])
     )
     assert (tmp_path / "logs" / "02_build.log").is_file()
+
+
+def test_orbit_replayed_guest_log_fails(tmp_path):
+    # The pass state's serial log replayed against another draw: the marker and the sizes the
+    # verifier drew this time are not in it.
+    replay = copy_state("orbit_osdi22", "pass", tmp_path / "replay")
+    (replay / "marker_drawn.txt").write_text("orbit-verifier-123456\n")
+    (replay / "drawn_sizes.txt").write_text("4096\n262144\n16777216\n")
+    assert failed(judged("orbit_osdi22", replay)) == [
+        "guest_ran_the_verifier_script",
+        "snap_on_the_drawn_sizes",
+    ]
+
+
+def test_orbit_judges_the_latency(tmp_path):
+    flat = copy_state("orbit_osdi22", "pass", tmp_path / "flat")
+    edit(flat / "snap_summary.txt", "large_over_small 122.79", "large_over_small 1.01")
+    assert failed(judged("orbit_osdi22", flat)) == ["latency_grows_with_size"]
+    zero = copy_state("orbit_osdi22", "pass", tmp_path / "zero")
+    edit(zero / "snap_summary.txt", "small_median 40219", "small_median 0")
+    assert failed(judged("orbit_osdi22", zero)) == ["small_call_latency"]
+
+
+def test_orbit_untouched_checkout_fails_on_this_host(tmp_path):
+    # The machine side for real on a checkout with nothing built: no kernel, no image; the
+    # diagnostic make runs in a scratch copy of kernel/ and finds nothing to build.
+    workdir = tmp_path / "wd"
+    (workdir / "kernel").mkdir(parents=True)
+    (workdir / "scripts").mkdir()
+    (workdir / "scripts" / "orbit.config").write_text("CONFIG_MEMCG=y\n")
+    verdict = run_experiment("orbit_osdi22", workdir, tmp_path / "logs")
+    assert verdict["passed"] is False
+    assert {"kernel_built", "guest_image_made", "booted_orbit_kernel", "snap_rows"} <= set(
+        failed(verdict["layer2"]["checks"])
+    )
+    assert "No rule to make target" in (tmp_path / "logs" / "02_build.log").read_text()
 
 
 @pytest.mark.parametrize("task_id", TASKS)
