@@ -63,11 +63,17 @@ def markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _header(name: str) -> str:
+    # A name such as "dependency/package/version" has no space to wrap at: on a phone it made
+    # its column as wide as the screen. <wbr> lets it break after each slash.
+    return html.escape(name).replace("/", "/<wbr>")
+
+
 def html_table(frame: pd.DataFrame, paper_columns: int = 0) -> str:
     cols = list(frame.columns)
     first_paper = len(cols) - paper_columns
     head = "".join(
-        f"<th{' class=paper' if i >= first_paper else ''}>{html.escape(str(c))}</th>"
+        f"<th{' class=paper' if i >= first_paper else ''}>{_header(str(c))}</th>"
         for i, c in enumerate(cols)
     )
     body = []

@@ -15,9 +15,11 @@ import yaml
 from deploybench import runfolder
 from deploybench.paths import TASKS_DIR
 
+# One run folder keeps an attempt at <task>/<agent>/<n>: each agent name appears once here, or
+# two agents' attempts would share (and overwrite) one folder.
 AGENTS = [
     ("openhands", "gpt-5.3-codex"),
-    ("openhands", "gemini-3.1-pro"),
+    ("claude-code", "gemini-3.1-pro"),
     ("mini-swe-agent", "grok-4.20"),
     ("codex", None),
 ]
@@ -140,6 +142,9 @@ def write_run(
     each (plus messages, thoughts, some structured file actions and a finish)."""
     rng = random.Random(seed)
     agents = agents or AGENTS
+    names = [name for name, _ in agents]
+    if len(set(names)) != len(names):
+        raise ValueError(f"agent names repeat ({names}): their attempts would share folders")
     run_dir.mkdir(parents=True, exist_ok=True)
     lines = []
     for k in range(n_attempts):
