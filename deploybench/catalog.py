@@ -335,10 +335,10 @@ def load_task(task_id: str, tasks_dir: Path = TASKS_DIR) -> dict[str, Any]:
     if not isinstance(task_id, str) or not re.fullmatch(task_id_pattern(), task_id):
         raise DeployBenchError(f"bad task id {task_id!r}: not of the form {task_id_pattern()}")
     path = task_file(task_id, tasks_dir)
-    problems = task_problems(path, Path(tasks_dir), full=False)
+    data, problems = read_task(path)
+    problems = _problems_of(path, Path(tasks_dir), data, problems, full=False)
     if problems:
         raise DeployBenchError(problems[0])
-    data, _ = read_task(path)
     return data
 
 
