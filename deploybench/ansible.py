@@ -17,7 +17,7 @@ import ansible_runner
 import ansible_runner.interface
 import yaml
 
-from deploybench.paths import REPO_ROOT
+from deploybench.paths import REFERENCE_SETUPS_DIR, REPO_ROOT, ROLES_DIR
 
 # The only variables of the controller's environment a playbook run sees: what Ansible, SSH and
 # the evidence helpers need, never the rest (API keys, cloud credentials). ansible-runner
@@ -98,10 +98,10 @@ def run_playbook(
     env = {
         **controller_env(pass_env),
         "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
-        "ANSIBLE_ROLES_PATH": f"{REPO_ROOT / 'roles'}:{REPO_ROOT / 'reference_setups'}",
+        "ANSIBLE_ROLES_PATH": f"{ROLES_DIR}:{REFERENCE_SETUPS_DIR}",
         "PATH": f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
         "ANSIBLE_NOCOLOR": "1",
-        # The playbook's controller-side helpers (python -m deploybench.evidence ...) are
+        # The playbook's controller-side helpers (python -m deploybench.sidedoor ...) are
         # this very package, wherever it was imported from.
         "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
     }

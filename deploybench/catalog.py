@@ -17,7 +17,7 @@ import yaml
 
 from deploybench import yamlfile
 from deploybench.errors import DeployBenchError
-from deploybench.paths import REPO_ROOT, TASKS_DIR
+from deploybench.paths import REFERENCE_SETUPS, REPO_ROOT, TASKS_DIR, VERIFIERS
 
 SCHEMA_FILE = "schema.json"
 
@@ -217,12 +217,12 @@ def _demo_problems(data: dict[str, Any], where: str, root: Path) -> list[str]:
 
 def reference_setup_dir(task_id: str, root: Path = REPO_ROOT) -> Path:
     """The task's reference setup: an Ansible role named after the task."""
-    return Path(root) / "reference_setups" / task_id
+    return Path(root) / REFERENCE_SETUPS / task_id
 
 
 def verifier_dir(task_id: str, root: Path = REPO_ROOT) -> Path:
     """The task's hidden Layer-2 verifier."""
-    return Path(root) / "verifiers" / task_id
+    return Path(root) / VERIFIERS / task_id
 
 
 def homes(task_id: str, root: Path = REPO_ROOT) -> dict[str, bool]:

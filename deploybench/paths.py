@@ -8,9 +8,14 @@ REPO_ROOT = Path(os.environ.get("DEPLOYBENCH_REPO", Path(__file__).resolve().par
 TERRAFORM_DIR = REPO_ROOT / "terraform"
 PLAYBOOKS_DIR = REPO_ROOT / "playbooks"
 ROLES_DIR = REPO_ROOT / "roles"
-TASKS_DIR = REPO_ROOT / "tasks"
-REFERENCE_SETUPS_DIR = REPO_ROOT / "reference_setups"
-VERIFIERS_DIR = REPO_ROOT / "verifiers"
+# A task's three homes, by folder name (the layout of the checkout): its task.yaml, its
+# reference setup (a role) and its hidden verifier. Everything else builds its paths from these.
+TASKS = "tasks"
+REFERENCE_SETUPS = "reference_setups"
+VERIFIERS = "verifiers"
+TASKS_DIR = REPO_ROOT / TASKS
+REFERENCE_SETUPS_DIR = REPO_ROOT / REFERENCE_SETUPS
+VERIFIERS_DIR = REPO_ROOT / VERIFIERS
 
 
 def state_home() -> Path:

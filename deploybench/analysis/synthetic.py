@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from deploybench import runfolder
-from deploybench.paths import TASKS_DIR
+from deploybench.paths import TASKS, TASKS_DIR
 
 # One run folder keeps an attempt at <task>/<agent>/<n>: each agent name appears once here, or
 # two agents' attempts would share (and overwrite) one folder.
@@ -249,7 +249,7 @@ def write_run(
 
 def generate(out: Path, n_attempts: int, n_commands: int, n_tasks: int = 50, seed: int = 0):
     """(run_dir, catalog_dir) of a fresh synthetic run under `out`."""
-    catalog = out / "tasks"
+    catalog = out / TASKS
     ids = write_catalog(catalog, n_tasks, seed)
     run_dir = out / "runs" / "synthetic"
     write_run(run_dir, ids, n_attempts, n_commands, seed)
