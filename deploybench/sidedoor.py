@@ -238,10 +238,22 @@ _ATTEMPT = click.Path(file_okay=False, path_type=Path)
 @main.command("begin")
 @click.option("--task", "task_id", required=True)
 @click.option("--agent", required=True)
-@click.option("--attempt", type=_ATTEMPT, required=True)
+@click.option(
+    "--attempt",
+    default="",
+    help="The attempt's folder; by hand: runs/manual/<task>/<agent>/<host>.",
+)
+@click.option("--host", default="machine", help="Names the folder a run by hand gets.")
 @click.option("--stage-only/--not-stage-only", default=False, help="No verifier is needed.")
-def _begin(task_id: str, agent: str, attempt: Path, stage_only: bool) -> None:
-    click.echo(json.dumps(begin(task_id, agent, attempt, stage_only)))
+def _begin(task_id: str, agent: str, attempt: str, host: str, stage_only: bool) -> None:
+    if attempt:
+        folder = Path(attempt)
+    else:
+        from deploybench.paths import runs_dir
+
+        catalog.load_task(task_id)  # the id is checked before it names a folder
+        folder = runs_dir() / "manual" / task_id / agent / host
+    click.echo(json.dumps(begin(task_id, agent, folder, stage_only)))
 
 
 @main.command("finish")
