@@ -1,6 +1,6 @@
-"""Verifiers of the kernel tasks nros_osdi21: their checks judged on recorded
+"""Verifiers of the kernel task nros_osdi21: their checks judged on recorded
 final states (tests/fixtures/verifier_states/<id>/{pass,untouched,shallow}/, each with a README
-saying how it was made; the pass and shallow states are made by hand, since neither kernel can
+saying how it was made; the pass and shallow states are made by hand, since its kernel cannot
 be built here), cheats edited into copies of them, the machine side run for real on this host
 where it can run, and the shape of their reference roles."""
 
