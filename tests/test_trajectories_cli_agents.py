@@ -173,3 +173,37 @@ def test_claude_code_real_log_with_a_refused_command_and_the_result_usage(tmp_pa
     # server sent) is what the attempt reports.
     assert (s["tokens_in"], s["tokens_out"]) == (21268, 135)
     assert s["cost_usd"] == 0.08777200000000002  # Claude Code's own estimate
+
+
+def test_codex_real_log_of_the_demo_solved_on_a_machine(tmp_path):
+    # Written by Codex CLI 0.171.0 on a local Debian 12 machine (tests/test_cli_agents.py),
+    # an attempt the hidden verifier passed: apt-get and the rebuild outlived Codex's 30 s
+    # wait and were polled (two "Still running" messages), `make` failed with exit code 2.
+    events = real(tmp_path, "codex/legacycalc_machine.jsonl", "codex")
+    commands = [e for e in events if e["kind"] == "command"]
+    assert [c["exit_code"] for c in commands] == [0, 0, 2, 0, 0, 0, 0]
+    assert commands[2]["command"] == "/bin/bash -lc make" and "throw" in commands[2]["output"]
+    assert "check: OK" in commands[5]["output"]
+    waits = [e for e in events if e["kind"] == "message" and e["output"].startswith("Still")]
+    assert len(waits) == 2
+    assert events[-1] == {**events[-1], "kind": "finish"}
+    assert events[-1]["output"] == "legacycalc builds and its check passes."
+    s = trajectories.summary(events)
+    # The turn's usage (every request of the run, polls included), as results.jsonl had it.
+    assert (s["tokens_in"], s["tokens_out"], s["steps"]) == (71459, 488, 18)
+
+
+def test_claude_code_real_log_of_the_demo_solved_on_a_machine(tmp_path):
+    # Written by Claude Code 2.1.332 on a local Debian 12 machine (tests/test_cli_agents.py),
+    # an attempt the hidden verifier passed: eight model calls, the runbook by its Write tool.
+    events = real(tmp_path, "claude_code/legacycalc_machine.jsonl", "claude-code")
+    commands = [e for e in events if e["kind"] == "command"]
+    assert [c["exit_code"] for c in commands] == [0, 0, 2, 0, 0, 0]
+    assert commands[2]["command"] == "make" and "throw" in commands[2]["output"]
+    assert not any(c["soft_timeout"] for c in commands)
+    [edit] = [e for e in events if e["kind"] == "file_edit"]
+    assert edit["path"] == "/home/vm/Desktop/legacycalc_demo24/RUNBOOK.MD"
+    assert events[-1]["kind"] == "finish"
+    s = trajectories.summary(events)
+    assert (s["steps"], s["tokens_in"], s["tokens_out"]) == (8, 47662, 457)
+    assert s["cost_usd"] == 0.199788 and s["finished"]
