@@ -1,8 +1,9 @@
 """Codex CLI (`codex exec --json`) and Claude Code (`claude -p --output-format stream-json
 --verbose`) event streams into contract 5.
 
-Written from the tools' documented event formats, not from logs these tools wrote here: neither
-was run against a model here (docs/agents.md says what was and was not exercised).
+Written from the tools' documented event formats and checked on logs the real tools wrote here
+against the scripted model server (tests/fixtures/codex/, tests/fixtures/claude_code/;
+docs/agents.md says what was and was not exercised).
 
 Codex (`codex exec --json`, JSON lines): `thread.started`, `turn.started`, `item.started` /
 `item.updated` / `item.completed` with an `item` (`agent_message` and `reasoning` with `text`,
@@ -18,10 +19,15 @@ Claude Code (stream-json, JSON lines): `system` (subtype `init`), `assistant` li
 {id, name, input}`, `usage`) may be split over several lines with one id, `user` lines carrying
 `tool_result {tool_use_id, content, is_error}` blocks, and a last `result` line (`subtype`
 `success`, `error_max_turns`, `error_during_execution`; `num_turns`, `total_cost_usd`,
-`usage`). One message id is one step, its usage on the step's first event. The Bash tool
+`usage`). One message id is one step, its usage on the step's first event. Claude Code copies
+the usage of the stream's message_start onto every line, whose output count is a placeholder
+(1 in the real logs of tests/fixtures/claude_code/); the real counts are only in the result's
+`usage`, so the result's event carries what the steps' lines leave out of that total. The Bash tool
 reports no exit code of its own: a result that is not an error is exit code 0; an error takes
 the code from a leading "Exit code N" line, else 1; "Command timed out" marks a soft timeout
-(exit code -1). The run's total_cost_usd goes on the last event."""
+(exit code -1); a command the tool refused to run (its result starts with <tool_use_error>)
+has no exit code. The run's total_cost_usd goes on the last event (Claude Code's own estimate,
+from its price table: it prices an unknown model too)."""
 
 from __future__ import annotations
 
@@ -105,7 +111,24 @@ def from_codex(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return _clean(events)
 
 
+def _remainder_of_usage(ev: dict[str, Any], usage: Any, events: list[dict[str, Any]]) -> None:
+    """Put on `ev` the part of the run's total usage that the steps' events do not hold."""
+    if not isinstance(usage, dict):
+        return
+    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    total_in = sum(v for k in keys if isinstance(v := usage.get(k), int))
+    total_out = usage.get("output_tokens")
+    seen_in = sum(e.get("tokens_in") or 0 for e in events)
+    seen_out = sum(e.get("tokens_out") or 0 for e in events)
+    if total_in > seen_in:
+        ev["tokens_in"] = total_in - seen_in
+    if isinstance(total_out, int) and total_out > seen_out:
+        ev["tokens_out"] = total_out - seen_out
+
+
 _EXIT = re.compile(r"^\s*Exit code (-?\d+)")
+# Claude Code's answer for a tool call it did not run (e.g. "Blocked: sleep 35 followed by ...").
+_REFUSED = "<tool_use_error>"
 CLAUDE_EDIT_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit"}
 
 
@@ -175,7 +198,9 @@ def from_claude_code(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 if ev is None:
                     continue
                 output = _text(block.get("content"))
-                if ev["kind"] == "command":
+                if ev["kind"] == "command" and output.startswith(_REFUSED):
+                    pass  # the tool refused to run it: the command has no exit code
+                elif ev["kind"] == "command":
                     error = bool(block.get("is_error"))
                     timed_out = "Command timed out" in output
                     found = _EXIT.match(output)
@@ -194,5 +219,6 @@ def from_claude_code(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 ev = _event(max(step, 1), 0, "error", output=f"exit: {subtype}")
             if isinstance(row.get("total_cost_usd"), (int, float)):
                 ev["cost_usd"] = row["total_cost_usd"]
+            _remainder_of_usage(ev, row.get("usage"), events)
             events.append(ev)
     return _clean(events)

@@ -1,5 +1,7 @@
-"""A scripted OpenAI-compatible chat-completions server on loopback: real agent scaffolds run
-against it with no network and no key.
+"""A scripted model server on loopback: real agent scaffolds run against it with no network and
+no key. It speaks three APIs, by path: OpenAI's chat completions (`/chat/completions`),
+OpenAI's Responses API (`/responses`, streamed as server-sent events, which Codex CLI reads) and
+Anthropic's Messages API (`/messages`, streamed or not, which Claude Code reads).
 
 Each POST .../chat/completions gets the next reply of the script: an assistant message that
 calls one tool (OpenAI tool calling, which mini-swe-agent, OpenHands and most scaffolds use),
@@ -9,11 +11,19 @@ with `usage` token counts. By default the tool is `bash` with {"command": ...} (
 `task_tracker`, `think`) with its arguments. A request with `"stream": true` gets the same reply
 as server-sent chunks (OpenAI's streaming format, usage in the last chunk). Requests, replies
 and the usage sent are recorded so a test can compare them with what the harness reports. When
-the script runs out, the last reply is repeated (an agent that never finishes)."""
+the script runs out, the last reply is repeated (an agent that never finishes).
+
+`dialect="codex"`: a command is Codex's `exec_command` {"cmd"}; when Codex answers that a command
+is still running ("session ID N", its 30 s cap on waiting), the server polls it with
+`write_stdin` as a model would, without moving on in the script. `dialect="claude"`: a command is
+Claude Code's `Bash` tool. In both, a reply with neither command nor tool is a plain text answer,
+the agent's end of turn. Claude Code's side requests (those that offer no Bash tool) get a
+short text answer and are recorded apart (`side_requests`), outside the script and its usage."""
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,20 +41,37 @@ class Reply:
     tool: str | None = None
     arguments: dict[str, Any] | None = None
 
+    @property
+    def is_text(self) -> bool:
+        return not self.tool and not self.command
+
     def call(self, dialect: str) -> tuple[str, dict[str, Any]]:
         if self.tool:
             return self.tool, dict(self.arguments or {})
         if dialect == "openhands":
             return "execute_bash", {"command": self.command, "security_risk": "LOW"}
+        if dialect == "codex":
+            # 30 s is the most Codex waits before it hands back a session to poll.
+            return "exec_command", {"cmd": self.command, "yield_time_ms": 30000}
+        if dialect == "claude":
+            # Its Bash tool waits up to 10 minutes (in ms) for a foreground command.
+            return "Bash", {"command": self.command, "description": "Run", "timeout": 600000}
         return "bash", {"command": self.command}
+
+
+# Codex's answer for a command that outlived its wait: the command goes on in that session.
+_CODEX_RUNNING = re.compile(r"Process running with session ID (\d+)")
 
 
 @dataclass
 class ScriptedLLM:
     script: list[Reply]
     model: str = "scripted"
-    dialect: str = "bash"  # or "openhands"
+    dialect: str = "bash"  # or "openhands", "codex", "claude"
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # Requests answered outside the script: Claude Code's side requests, Codex's polls.
+    side_requests: list[dict[str, Any]] = field(default_factory=list)
+    polls: int = 0
     headers: list[dict[str, str]] = field(default_factory=list)
     usage_sent: list[dict[str, int]] = field(default_factory=list)
     # Wall-clock time (time.time()) of each request, e.g. to time the agent's first call.
@@ -65,20 +92,46 @@ class ScriptedLLM:
     def tokens_out(self) -> int:
         return sum(u["completion_tokens"] for u in self.usage_sent)
 
-    def completion(self, request: dict[str, Any]) -> dict[str, Any]:
+    def turn(self, request: dict[str, Any], prompt: Any) -> tuple[int, Reply, dict[str, int]]:
+        """The next reply of the script for this request, and the usage reported for it."""
         with self._lock:
             n = len(self.requests)
             self.requests.append(request)
             self.times.append(time.time())
             reply = self.script[min(n, len(self.script) - 1)]
-            name, arguments = reply.call(self.dialect)
+            if self.dialect == "codex":
+                reply = self._codex_poll(request) or reply
+            arguments = {} if reply.is_text else reply.call(self.dialect)[1]
             # Deterministic, plausible counts: about 4 characters a token.
             usage = {
-                "prompt_tokens": len(json.dumps(request.get("messages", []))) // 4,
+                "prompt_tokens": len(json.dumps(prompt)) // 4,
                 "completion_tokens": (len(reply.content) + len(json.dumps(arguments))) // 4 + 8,
             }
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
             self.usage_sent.append(usage)
+        return n, reply, usage
+
+    def _codex_poll(self, request: dict[str, Any]) -> Reply | None:
+        """A poll of the command Codex reports still running, as a model would send; the
+        script does not move on (the request is taken back from `requests`)."""
+        items = [i for i in request.get("input") or [] if isinstance(i, dict)]
+        outputs = [i for i in items if i.get("type") == "function_call_output"]
+        if not outputs or items[-1] is not outputs[-1]:
+            return None
+        running = _CODEX_RUNNING.search(json.dumps(outputs[-1].get("output")))
+        if running is None:
+            return None
+        self.side_requests.append(self.requests.pop())
+        self.polls += 1
+        return Reply(
+            "Still running; waiting for it.",
+            tool="write_stdin",
+            arguments={"session_id": int(running.group(1)), "chars": "", "yield_time_ms": 300000},
+        )
+
+    def completion(self, request: dict[str, Any]) -> dict[str, Any]:
+        n, reply, usage = self.turn(request, request.get("messages", []))
+        name, arguments = reply.call(self.dialect)
         return {
             "id": f"chatcmpl-scripted-{n + 1}",
             "object": "chat.completion",
@@ -103,6 +156,130 @@ class ScriptedLLM:
             ],
             "usage": usage,
         }
+
+    def responses_events(self, request: dict[str, Any]) -> list[dict[str, Any]]:
+        """A Responses API reply as the server-sent events Codex reads: the response created,
+        each output item done (the text as a message, the call as a function_call), then
+        completed with its usage."""
+        n, reply, usage = self.turn(request, request.get("input", []))
+        rid = f"resp_scripted_{n + 1}_{self.polls}"
+        items: list[dict[str, Any]] = []
+        if reply.content:
+            items.append(
+                {
+                    "type": "message",
+                    "id": f"msg_{rid}",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": reply.content, "annotations": []}],
+                }
+            )
+        if not reply.is_text:
+            name, arguments = reply.call(self.dialect)
+            items.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_{rid}",
+                    "call_id": f"call_{rid}",
+                    "name": name,
+                    "arguments": json.dumps(arguments),
+                    "status": "completed",
+                }
+            )
+        events: list[dict[str, Any]] = [
+            {"type": "response.created", "response": {"id": rid, "status": "in_progress"}}
+        ]
+        for i, item in enumerate(items):
+            events.append({"type": "response.output_item.added", "output_index": i, "item": item})
+            events.append({"type": "response.output_item.done", "output_index": i, "item": item})
+        events.append(
+            {
+                "type": "response.completed",
+                "response": {
+                    "id": rid,
+                    "status": "completed",
+                    "output": items,
+                    "usage": {
+                        "input_tokens": usage["prompt_tokens"],
+                        "input_tokens_details": {"cached_tokens": 0},
+                        "output_tokens": usage["completion_tokens"],
+                        "output_tokens_details": {"reasoning_tokens": 0},
+                        "total_tokens": usage["total_tokens"],
+                    },
+                },
+            }
+        )
+        return events
+
+    def message(self, request: dict[str, Any]) -> dict[str, Any]:
+        """An Anthropic Messages API reply: the text, then the tool_use block."""
+        tools = {t.get("name") for t in request.get("tools") or [] if isinstance(t, dict)}
+        if "Bash" not in tools:  # a side request of Claude Code's (a title, a check)
+            with self._lock:
+                self.side_requests.append(request)
+            reply, usage = Reply("OK", tool=None), {"prompt_tokens": 1, "completion_tokens": 1}
+            n = len(self.side_requests) + 1000
+        else:
+            n, reply, usage = self.turn(request, [request.get("system"), request.get("messages")])
+        content: list[dict[str, Any]] = []
+        if reply.content:
+            content.append({"type": "text", "text": reply.content})
+        if not reply.is_text:
+            name, arguments = reply.call(self.dialect)
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_scripted_{n + 1}",
+                    "name": name,
+                    "input": arguments,
+                }
+            )
+        return {
+            "id": f"msg_scripted_{n + 1}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model") or self.model,
+            "content": content,
+            "stop_reason": "end_turn" if reply.is_text else "tool_use",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": usage["prompt_tokens"],
+                "output_tokens": usage["completion_tokens"],
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        }
+
+    @staticmethod
+    def message_events(message: dict[str, Any]) -> list[dict[str, Any]]:
+        """The Anthropic reply as its streaming events: message_start (input usage), one
+        block each (text as a text_delta, a tool's input as one input_json_delta),
+        message_delta (stop reason, output usage), message_stop."""
+        usage = message["usage"]
+        start = {**message, "content": [], "stop_reason": None}
+        start["usage"] = {**usage, "output_tokens": 1}
+        events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+        for i, block in enumerate(message["content"]):
+            if block["type"] == "text":
+                opening = {"type": "text", "text": ""}
+                delta = {"type": "text_delta", "text": block["text"]}
+            else:
+                opening = {**block, "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            events += [
+                {"type": "content_block_start", "index": i, "content_block": opening},
+                {"type": "content_block_delta", "index": i, "delta": delta},
+                {"type": "content_block_stop", "index": i},
+            ]
+        events.append(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            }
+        )
+        events.append({"type": "message_stop"})
+        return events
 
     @staticmethod
     def chunks(reply: dict[str, Any]) -> list[dict[str, Any]]:
@@ -141,11 +318,24 @@ class ScriptedLLM:
                 except json.JSONDecodeError:
                     self._send(400, {"error": {"message": "body is not JSON"}})
                     return
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send(404, {"error": {"message": f"no route {self.path}"}})
-                    return
+                path = self.path.split("?")[0].rstrip("/")
                 with llm._lock:
                     llm.headers.append(dict(self.headers))
+                if path.endswith("/responses"):
+                    self._events(llm.responses_events(request), named=True)
+                    return
+                if path.endswith("/messages"):
+                    message = llm.message(request)
+                    if request.get("stream"):
+                        self._events(llm.message_events(message), named=True)
+                    else:
+                        self._send(200, message)
+                    return
+                if not path.endswith("/chat/completions"):
+                    with llm._lock:
+                        llm.headers.pop()
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
                 reply = llm.completion(request)
                 if not request.get("stream"):
                     self._send(200, reply)
@@ -159,6 +349,21 @@ class ScriptedLLM:
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
                 self.close_connection = True
+
+            def _events(self, events: list[dict[str, Any]], named: bool) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                for event in events:
+                    head = f"event: {event['type']}\n" if named else ""
+                    self.wfile.write(f"{head}data: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+                self.close_connection = True
+
+            def do_HEAD(self) -> None:  # Claude Code's reachability check
+                self.send_response(200)
+                self.end_headers()
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):

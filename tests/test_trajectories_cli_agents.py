@@ -1,10 +1,15 @@
-"""The Codex and Claude Code converters on samples written to follow each tool's documented
-event format (`codex exec --json`; `claude -p --output-format stream-json --verbose`). Neither
-tool wrote these lines here: no model was called through them (docs/agents.md)."""
+"""The Codex and Claude Code converters, on samples written to follow each tool's documented
+event format (`codex exec --json`; `claude -p --output-format stream-json --verbose`; CODEX,
+CLAUDE below) and on logs the real tools wrote here (tests/fixtures/codex/,
+tests/fixtures/claude_code/: Codex CLI 0.171.0 and Claude Code 2.1.332 driven by the scripted
+model server, tests/scripted_llm.py; no real model)."""
 
 import json
+from pathlib import Path
 
 from deploybench import trajectories
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 CODEX = [
     {"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"},
@@ -120,3 +125,85 @@ def test_claude_code_turn_limit_is_no_finish(tmp_path):
     events = convert(tmp_path, rows, "claude-code")
     assert events[-1]["kind"] == "message" and "error_max_turns" in events[-1]["output"]
     assert not trajectories.summary(events)["finished"]
+
+
+def real(tmp_path, name, converter):
+    events = trajectories.convert(FIXTURES / name, converter, tmp_path / "trajectory.jsonl")
+    return trajectories.from_contract5(events)
+
+
+def test_codex_real_log_with_a_poll_and_a_failed_command(tmp_path):
+    # Written on the host by the real Codex CLI 0.171.0 (`codex exec --json`) against the
+    # scripted server: ls, `sleep 35` (longer than Codex's 30 s wait: the server polled it
+    # with write_stdin), `false; exit 3`, a runbook by printf, a text answer.
+    events = real(tmp_path, "codex/host_poll_exit3.jsonl", "codex")
+    commands = [e for e in events if e["kind"] == "command"]
+    assert [(c["command"], c["exit_code"]) for c in commands] == [
+        ("/bin/bash -lc 'ls -la'", 0),
+        ("/bin/bash -lc 'sleep 35; echo slept'", 0),
+        ("/bin/bash -lc 'false; exit 3'", 3),
+        ("/bin/bash -lc \"printf 'STATUS: SUCCESS\\\\n' > RUNBOOK.MD && head -n1 RUNBOOK.MD\"", 0),
+    ]
+    assert commands[1]["output"] == "slept\n"
+    # Codex's warning about the unknown model is an error item of its own.
+    assert events[0]["kind"] == "error" and "scripted" in events[0]["output"]
+    assert events[-1] == {**events[-1], "kind": "finish", "output": "All done."}
+    s = trajectories.summary(events)
+    # What the scripted server sent over the run's six requests (the poll included).
+    assert (s["tokens_in"], s["tokens_out"], s["finished"]) == (34072, 142, True)
+
+
+def test_claude_code_real_log_with_a_refused_command_and_the_result_usage(tmp_path):
+    # Written on the host by the real Claude Code 2.1.332 (stream-json) against the scripted
+    # server: the same five replies. It refused `sleep 35; echo slept` itself
+    # ("<tool_use_error>Blocked: ..."): that command has no exit code.
+    events = real(tmp_path, "claude_code/host_blocked_sleep_exit3.jsonl", "claude-code")
+    commands = [e for e in events if e["kind"] == "command"]
+    assert [(c["command"], c.get("exit_code")) for c in commands] == [
+        ("ls -la", 0),
+        ("sleep 35; echo slept", None),
+        ("false; exit 3", 3),
+        ("printf 'STATUS: SUCCESS\\n' > RUNBOOK.MD && head -n1 RUNBOOK.MD", 0),
+    ]
+    assert "Blocked" in commands[1]["output"]
+    assert events[-1]["kind"] == "finish" and events[-1]["output"] == "All done."
+    s = trajectories.summary(events)
+    assert s["steps"] == 5  # five model calls, one message id each
+    # Every line carries message_start's usage (output 1); the result's total (what the
+    # server sent) is what the attempt reports.
+    assert (s["tokens_in"], s["tokens_out"]) == (21268, 135)
+    assert s["cost_usd"] == 0.08777200000000002  # Claude Code's own estimate
+
+
+def test_codex_real_log_of_the_demo_solved_on_a_machine(tmp_path):
+    # Written by Codex CLI 0.171.0 on a local Debian 12 machine (tests/test_cli_agents.py),
+    # an attempt the hidden verifier passed: apt-get and the rebuild outlived Codex's 30 s
+    # wait and were polled (two "Still running" messages), `make` failed with exit code 2.
+    events = real(tmp_path, "codex/legacycalc_machine.jsonl", "codex")
+    commands = [e for e in events if e["kind"] == "command"]
+    assert [c["exit_code"] for c in commands] == [0, 0, 2, 0, 0, 0, 0]
+    assert commands[2]["command"] == "/bin/bash -lc make" and "throw" in commands[2]["output"]
+    assert "check: OK" in commands[5]["output"]
+    waits = [e for e in events if e["kind"] == "message" and e["output"].startswith("Still")]
+    assert len(waits) == 2
+    assert events[-1] == {**events[-1], "kind": "finish"}
+    assert events[-1]["output"] == "legacycalc builds and its check passes."
+    s = trajectories.summary(events)
+    # The turn's usage (every request of the run, polls included), as results.jsonl had it.
+    assert (s["tokens_in"], s["tokens_out"], s["steps"]) == (71459, 488, 18)
+
+
+def test_claude_code_real_log_of_the_demo_solved_on_a_machine(tmp_path):
+    # Written by Claude Code 2.1.332 on a local Debian 12 machine (tests/test_cli_agents.py),
+    # an attempt the hidden verifier passed: eight model calls, the runbook by its Write tool.
+    events = real(tmp_path, "claude_code/legacycalc_machine.jsonl", "claude-code")
+    commands = [e for e in events if e["kind"] == "command"]
+    assert [c["exit_code"] for c in commands] == [0, 0, 2, 0, 0, 0]
+    assert commands[2]["command"] == "make" and "throw" in commands[2]["output"]
+    assert not any(c["soft_timeout"] for c in commands)
+    [edit] = [e for e in events if e["kind"] == "file_edit"]
+    assert edit["path"] == "/home/vm/Desktop/legacycalc_demo24/RUNBOOK.MD"
+    assert events[-1]["kind"] == "finish"
+    s = trajectories.summary(events)
+    assert (s["steps"], s["tokens_in"], s["tokens_out"]) == (8, 47662, 457)
+    assert s["cost_usd"] == 0.199788 and s["finished"]

@@ -1,0 +1,233 @@
+"""Codex CLI (agents/codex.yaml) and Claude Code (agents/claude-code.yaml), the real tools from
+npm, driven through the pipeline by the scripted model server on loopback: Codex through
+OpenAI's Responses API (`/v1/responses`, streamed events), Claude Code through Anthropic's
+Messages API (`/v1/messages`, streamed events). No network to a model provider, no key. Both
+attempts run at once in one `deploybench run`, each on a fresh local Debian 12 machine; both
+tools ship a native binary inside their npm packages, installed before the budget starts.
+
+While each attempt runs, the machine's overlay upper layer (everything the agent and the
+harness changed on its disk) is searched for the canary key after the agent was stopped and
+before the machine is destroyed (`UpperLayerWatch`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from deploybench import trajectories
+from tests.conftest import REPO, run_cli
+from tests.scripted_llm import RUNBOOK, Reply, ScriptedLLM, legacycalc_solution
+
+# The two installs (nodejs, npm, the tools' native binaries) took 7.5 minutes at load average 15.
+pytestmark = [pytest.mark.slow, pytest.mark.privileged, pytest.mark.timeout(2400)]
+
+TASK = "legacycalc_demo24"
+WORKDIR = f"/home/vm/Desktop/{TASK}"
+CANARY = "sk-canary-cli-agents-deploybench-91d0b4"
+RUNBOOK_PATH = f"{WORKDIR.lstrip('/')}/RUNBOOK.MD"
+# Paths an upper layer is looked up for, relative to the machine's root.
+PROBES = (RUNBOOK_PATH, "opt/openhands/bin/python", "usr/local/bin/codex", "usr/local/bin/claude")
+
+
+class UpperLayerWatch:
+    """Searches an attempt's machine's overlay upper layer for a needle once its agent has
+    been stopped (its stop.json is in the attempt folder, written by the stop stage before the
+    verifier runs and before the machine is destroyed). The upper layer is exactly what was
+    written on the machine's disk; a scan records the files holding the needle and which of a
+    few paths the layer held (the task's RUNBOOK.MD, an agent's install), which shows the scan
+    saw the agent's work."""
+
+    def __init__(self, state_home: Path, attempts: list[Path], needle: str):
+        self.state_home = state_home
+        self.pending = list(attempts)
+        self.needle = needle
+        self.scans: dict[Path, dict[str, dict]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _uppers(self, attempt: Path) -> list[Path]:
+        """The attempt's machines: its deployment (owner.json names the attempt) is <id>, its
+        machines are named <prefix>-<id>-<n> (the local backend's naming)."""
+        uppers = []
+        for owner in self.state_home.glob("deployments/*/owner.json"):
+            named = json.loads(owner.read_text()).get("attempt")
+            if named and Path(named).resolve() == attempt.resolve():
+                uppers += self.state_home.glob(f"machines/*-{owner.parent.name}-*/upper")
+        return sorted(uppers)
+
+    def _scan(self, attempt: Path) -> dict[str, dict]:
+        found: dict[str, dict] = {}
+        for upper in self._uppers(attempt):
+            proc = subprocess.run(
+                ["grep", "-rlF", "--devices=skip", "--", self.needle, str(upper)],
+                capture_output=True,
+                text=True,
+            )
+            found[upper.parent.name] = {
+                "holding": proc.stdout.splitlines(),
+                "grep_rc": proc.returncode,  # 1: searched, nothing found
+                "present": [p for p in PROBES if (upper / p).exists()],
+            }
+        return found
+
+    def _watch(self) -> None:
+        while self.pending and not self._stop.is_set():
+            for attempt in [a for a in self.pending if (a / "stop.json").is_file()]:
+                self.scans[attempt] = self._scan(attempt)
+                self.pending.remove(attempt)
+            time.sleep(0.5)
+
+    def __enter__(self) -> UpperLayerWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def check(self, attempt: Path, holding: str = RUNBOOK_PATH) -> None:
+        """The attempt's one machine was scanned, its layer held `holding` (the agent's work),
+        the search ran through (grep rc 1: nothing found) and no file held the needle."""
+        scan = self.scans.get(attempt)
+        assert scan, f"no scan of the upper layer for {attempt}"
+        assert len(scan) == 1 and all(holding in m["present"] for m in scan.values()), scan
+        assert all(m["grep_rc"] == 1 and not m["holding"] for m in scan.values()), scan
+
+
+def shell_solution() -> list[Reply]:
+    """legacycalc's commands, as either tool's shell calls, up to and without the runbook."""
+    return [Reply(r.content, r.command) for r in legacycalc_solution()[:-2]]
+
+
+def codex_solution() -> list[Reply]:
+    # The runbook by a heredoc in its shell; the end of turn is a plain text answer.
+    runbook = legacycalc_solution()[-2]
+    return [*shell_solution(), runbook, Reply("legacycalc builds and its check passes.")]
+
+
+def claude_solution() -> list[Reply]:
+    # The runbook by its Write tool (a file_edit in contract 5).
+    write = Reply(
+        "It matches. Writing the runbook.",
+        tool="Write",
+        arguments={"file_path": f"{WORKDIR}/RUNBOOK.MD", "content": RUNBOOK},
+    )
+    return [*shell_solution(), write, Reply("legacycalc builds and its check passes.")]
+
+
+def spec(name: str, **changes) -> dict:
+    return {**yaml.safe_load((REPO / "agents" / f"{name}.yaml").read_text())[name], **changes}
+
+
+def files_holding(folder: Path, needle: str) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
+
+
+def first_call_seconds(attempt: Path, llm: ScriptedLLM) -> float | None:
+    """Machine ready (the playbook's first event) to the agent's first model call."""
+    created = [
+        datetime.fromisoformat(json.loads(f.read_text())["created"]).timestamp()
+        for f in attempt.glob("ansible/artifacts/*/job_events/*.json")
+    ]
+    return llm.times[0] - min(created) if created and llm.times else None
+
+
+def events_of(attempt: Path) -> list[dict]:
+    events = [json.loads(x) for x in (attempt / "trajectory.jsonl").read_text().splitlines()]
+    return trajectories.from_contract5(events)  # raises on any event outside contract 5
+
+
+def test_codex_and_claude_code_solve_the_demo(root_host, runs, state_home, tmp_path):
+    codex_script, claude_script = codex_solution(), claude_solution()
+    run_dir = runs / "cli"
+    attempts = {a: run_dir / TASK / a / "1" for a in ("codex", "claude-code")}
+    with (
+        ScriptedLLM(codex_script, dialect="codex") as codex,
+        ScriptedLLM(claude_script, dialect="claude") as claude,
+    ):
+        config = tmp_path / "agents.yaml"
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "codex": spec("codex", model="scripted", base_url=codex.base_url),
+                    "claude-code": spec(
+                        "claude-code",
+                        model="scripted",
+                        # Anthropic's SDK adds /v1/messages to the base URL itself.
+                        base_url=claude.base_url.removesuffix("/v1"),
+                        max_steps=20,
+                    ),
+                }
+            )
+        )
+        started = time.monotonic()
+        with UpperLayerWatch(state_home, list(attempts.values()), CANARY) as watch:
+            run_cli(
+                "run", "--agent", "codex,claude-code", "--agent-config", config,
+                "--tasks", TASK, "--parallel", "2", "--run-id", "cli",
+                # The task's 600 s were nearly used up by apt-get at load average 15.
+                "--agent-seconds", "1500",
+                env={"OPENAI_API_KEY": CANARY, "ANTHROPIC_API_KEY": CANARY}, timeout=2300,
+            )  # fmt: skip
+        print(f"both attempts: {time.monotonic() - started:.1f} s")
+    for name, llm in (("codex", codex), ("claude-code", claude)):
+        print(
+            f"{name}: machine ready to first model call: {first_call_seconds(attempts[name], llm)}"
+        )
+    rows = {
+        r["agent"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())
+    }
+    infra = run_dir / "infra_errors.jsonl"
+    assert set(rows) == {"codex", "claude-code"}, infra.read_text() if infra.is_file() else rows
+    for name, row in rows.items():
+        log = (attempts[name] / "agent.log").read_text(errors="replace")
+        assert row["status"] == "completed", row
+        assert row["passed"], (name, log[-4000:])
+        assert row["stop_type"] == "self_stop", row
+        assert row["runbook_status"] == "SUCCESS"
+        assert (attempts[name] / "trajectory.native.jsonl").is_file()
+
+    # Codex: every script reply was asked for, plus the polls of commands that outlived its
+    # 30 s wait; its turn's usage is the sum of what the server sent (polls included).
+    assert len(codex.requests) == len(codex_script)
+    sent = [{k.lower(): v for k, v in h.items()} for h in codex.headers]
+    assert all(h.get("authorization") == f"Bearer {CANARY}" for h in sent)
+    row = rows["codex"]
+    assert row["tokens_in"] == codex.tokens_in and row["tokens_out"] == codex.tokens_out
+    events = events_of(attempts["codex"])
+    commands = [e for e in events if e["kind"] == "command"]
+    assert len(commands) == 7 and all(isinstance(e.get("exit_code"), int) for e in commands)
+    [make] = [e for e in commands if e["command"] == "/bin/bash -lc make"]
+    assert make["exit_code"] != 0 and "throw" in make["output"]
+    assert events[-1]["kind"] == "finish"
+    assert events[-1]["output"] == codex_script[-1].content
+
+    # Claude Code: one step per model call of the script; the key in its x-api-key header;
+    # its result's usage (the real output counts) equals what the server sent.
+    assert len(claude.requests) == len(claude_script)
+    sent = [{k.lower(): v for k, v in h.items()} for h in claude.headers]
+    assert all(h.get("x-api-key") == CANARY for h in sent)
+    row = rows["claude-code"]
+    assert row["steps"] == len(claude.requests)
+    assert row["tokens_in"] == claude.tokens_in and row["tokens_out"] == claude.tokens_out
+    events = events_of(attempts["claude-code"])
+    commands = [e for e in events if e["kind"] == "command"]
+    assert len(commands) == 6 and all(isinstance(e.get("exit_code"), int) for e in commands)
+    [make] = [e for e in commands if e["command"] == "make"]
+    assert make["exit_code"] != 0 and "throw" in make["output"]
+    assert [e["path"] for e in events if e["kind"] == "file_edit"] == [f"{WORKDIR}/RUNBOOK.MD"]
+    assert events[-1]["kind"] == "finish"
+
+    # The canary reached both agents (the servers saw it) and is in no file of the run
+    # folder, the state folder, or either machine's disk.
+    assert files_holding(runs, CANARY) == []
+    assert files_holding(state_home, CANARY) == []
+    for attempt in attempts.values():
+        watch.check(attempt)
