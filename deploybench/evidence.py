@@ -190,10 +190,11 @@ def _busybox() -> None:
 @main.command("machine-script")
 @click.argument("task_id")
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
-def _machine_script(task_id: str, out: Path) -> None:
+@click.option("--cpu-only", is_flag=True, help="The CPU validation of a GPU task (CPU_ONLY=1).")
+def _machine_script(task_id: str, out: Path, cpu_only: bool) -> None:
     """Write what runs on the machine for TASK_ID (the preamble, then its experiment.sh)."""
     verification.load_checks(task_id)  # a task whose checks do not validate is not run
-    out.write_text(verification.machine_script(task_id))
+    out.write_text(verification.machine_script(task_id, cpu_only=cpu_only))
     out.chmod(0o600)
 
 

@@ -56,6 +56,10 @@ class RunOptions:
     image: str | None = None
     agent_seconds: int | None = None  # overrides every task's budget (tests, smoke runs)
     upload: str | None = None
+    # The CPU validation of GPU tasks: machines without a GPU, the reference setups' CPU mode,
+    # the experiment's CPU form; verdicts stay normal and a second judgment without the GPU
+    # evidence is written beside them (verification.cpu_judgment).
+    cpu_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,7 @@ class Runner:
         return MachineRequest(
             run_id=f"a{secrets.token_hex(4)}",
             image=self.o.image,
-            gpu=bool(task.get("gpu")),
+            gpu=bool(task.get("gpu")) and not self.o.cpu_only,
             disk_gb=max(8, int((task.get("machine") or {}).get("disk_gb", 100))),
             tags={"run": self.run_id, "task": task_id, "agent": agent},
         )
@@ -107,6 +111,8 @@ class Runner:
             }
             if self.o.agent_seconds:
                 extravars["agent_seconds"] = self.o.agent_seconds
+            if self.o.cpu_only:
+                extravars["cpu_only"] = True
             result = ansible.run_playbook(
                 PLAYBOOKS_DIR / "run_task.yml",
                 inventory.as_data(machines),
@@ -147,6 +153,11 @@ class Runner:
         events = trajectories.read_events(trajectory) if trajectory.is_file() else []
         summary = trajectories.summary(events)
         layer, category = verification.failure_of(verdict, timed_out=verify.timed_out)
+        if self.o.cpu_only:
+            judgment = verification.cpu_judgment(
+                verdict, verification.load_checks(attempt.task_id), timed_out=verify.timed_out
+            )
+            runfolder.write_cpu_judgment(folder, judgment)
         if stop.timed_out:
             stop_type = "timeout"
         elif agent.max_steps and summary["steps"] >= agent.max_steps and not summary["finished"]:
