@@ -6,6 +6,7 @@ DB       := $(VENV)/bin/deploybench
 BACKEND  ?= local
 MACHINES ?= 1
 TASKS    ?=
+CPU_ONLY ?=
 PYTEST_ARGS ?=
 
 .PHONY: install test lint demo provision destroy machines bench validate-references report clean
@@ -41,7 +42,7 @@ destroy: install
 	$(DB) destroy
 
 validate-references: install
-	$(DB) validate-references $(if $(TASKS),--tasks $(TASKS),--demo) $(if $(SOURCE_MIRROR),--source-mirror $(SOURCE_MIRROR))
+	$(DB) validate-references $(if $(TASKS),--tasks $(TASKS),--demo) $(if $(SOURCE_MIRROR),--source-mirror $(SOURCE_MIRROR)) $(if $(CPU_ONLY),--cpu-only)
 
 bench: install
 	$(VENV)/bin/python scripts/bench_local_machines.py

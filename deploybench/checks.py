@@ -20,6 +20,10 @@ must hold of it:
   gpu_used    the file (nvidia-smi --query-compute-apps output) lists at least one process
   array_shape a numpy .npz archive holds `array` (a .npy member) of dtype kind float and shape
               `shape` (the .npy header is read here; nothing is loaded or unpickled)
+
+GPU evidence: a check of kind gpu_used, or any check marked `gpu: true`, is evidence that the
+run used a GPU (`is_gpu_evidence`). Every verdict judges it like any other check; only the CPU
+validation of a GPU task (docs/verification.md) may leave such checks out, and says so.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ _BASE = {
         "pattern": r"^(?!(.*/)?\.\.?(/|$))[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$",
     },
     "about": {"type": "string"},
+    # Only `true`: a check is GPU evidence or says nothing about it (gpu_used always is).
+    "gpu": {"const": True},
 }
 
 
@@ -175,6 +181,11 @@ def load(path: Path | str) -> list[dict[str, Any]]:
                 except re.error as exc:
                     raise DeployBenchError(f"{path}: field checks/{i}/{key}: {exc}") from None
     return data["checks"]
+
+
+def is_gpu_evidence(check: dict[str, Any]) -> bool:
+    """Whether the check proves GPU use: what the CPU validation of a GPU task leaves out."""
+    return check["kind"] == "gpu_used" or check.get("gpu") is True
 
 
 def _read(log_dir: Path, name: str) -> str | None:

@@ -33,6 +33,7 @@ UPLOAD_ERRORS = "upload_errors.jsonl"
 STOP = "stop.json"  # how the agent stopped (Stop)
 VERIFY = "verify.json"  # how the verifier ran (Verify)
 VERDICT = "verdict.json"  # contract 4
+CPU_JUDGMENT = "cpu_judgment.json"  # a CPU validation's judgment (run --cpu-only)
 TRAJECTORY = "trajectory.jsonl"  # contract 5
 TRAJECTORY_NATIVE = "trajectory.native.jsonl"  # a command agent's own log, before conversion
 TRAJECTORY_AGENT = "trajectory.agent.jsonl"  # the agent's file, kept when lines were dropped
@@ -70,6 +71,7 @@ ATTEMPT_FILES = (
     STOP,
     VERIFY,
     VERDICT,
+    CPU_JUDGMENT,
     TRAJECTORY,
     TRAJECTORY_NATIVE,
     TRAJECTORY_AGENT,
@@ -277,6 +279,16 @@ def read_verdict(attempt: Path) -> dict[str, Any]:
     data = read_json(path)
     contracts.check(contracts.VERDICT, data, str(path))
     return data
+
+
+def write_cpu_judgment(attempt: Path, judgment: dict[str, Any]) -> None:
+    _write_json(Path(attempt) / CPU_JUDGMENT, judgment)
+
+
+def read_cpu_judgment(attempt: Path) -> dict[str, Any] | None:
+    """The CPU validation's judgment of an attempt (verification.cpu_judgment), if it has one."""
+    path = Path(attempt) / CPU_JUDGMENT
+    return read_json(path) if path.is_file() else None
 
 
 def write_timing(attempt: Path, wall_seconds: float) -> None:

@@ -32,6 +32,7 @@ from deploybench import (
     runfolder,
     sidedoor,
     trajectories,
+    verification,
 )
 from deploybench.agents import AgentSpec
 from deploybench.backends import Backend, MachineRequest, get_backend
@@ -56,6 +57,10 @@ class RunOptions:
     image: str | None = None
     agent_seconds: int | None = None  # overrides every task's budget (tests, smoke runs)
     upload: str | None = None
+    # The CPU validation of GPU tasks: machines without a GPU, the reference setups' CPU mode,
+    # the experiment's CPU form; verdicts stay normal and a second judgment without the GPU
+    # evidence is written beside them (verification.cpu_judgment).
+    cpu_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,7 @@ class Runner:
         return MachineRequest(
             run_id=f"a{secrets.token_hex(4)}",
             image=self.o.image,
-            gpu=bool(task.get("gpu")),
+            gpu=bool(task.get("gpu")) and not self.o.cpu_only,
             disk_gb=max(8, int((task.get("machine") or {}).get("disk_gb", 100))),
             tags={"run": self.run_id, "task": task_id, "agent": agent},
         )
@@ -106,6 +111,8 @@ class Runner:
             }
             if self.o.agent_seconds:
                 extravars["agent_seconds"] = self.o.agent_seconds
+            if self.o.cpu_only:
+                extravars["cpu_only"] = True
             result = ansible.run_playbook(
                 PLAYBOOKS_DIR / "run_task.yml",
                 inventory.as_data(machines),
@@ -139,6 +146,15 @@ class Runner:
         return self._result_line(attempt, agent, folder, started_at)
 
     def _result_line(self, attempt: Attempt, agent: AgentSpec, folder: Path, started_at: str):
+        if self.o.cpu_only:
+            runfolder.write_cpu_judgment(
+                folder,
+                verification.cpu_judgment(
+                    runfolder.read_verdict(folder),
+                    verification.load_checks(attempt.task_id),
+                    timed_out=runfolder.read_verify(folder).timed_out,
+                ),
+            )
         return self._row(attempt, started_at, **sidedoor.outcome(folder, agent.max_steps))
 
     def _row(self, attempt: Attempt, started_at: str, **outcome: Any) -> dict[str, Any]:

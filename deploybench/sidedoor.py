@@ -73,6 +73,7 @@ def begin(
     agent: str,
     attempt: Path,
     stage_only: bool = False,
+    cpu_only: bool = False,
     tasks_dir: Path = TASKS_DIR,
     root: Path = REPO_ROOT,
 ) -> dict[str, Any]:
@@ -103,7 +104,8 @@ def begin(
 
         verification.load_checks(task_id)  # a task whose checks do not validate is not run
         script = Path(paths["machine_script"])
-        script.write_text(verification.machine_script(task_id))
+        # CPU_ONLY=1 only in the CPU validation of a GPU task (deploybench ... --cpu-only).
+        script.write_text(verification.machine_script(task_id, cpu_only=cpu_only))
         script.chmod(0o600)
         door["busybox"] = str(toolkit.busybox())
     return door
@@ -244,8 +246,11 @@ _ATTEMPT = click.Path(file_okay=False, path_type=Path)
     help="The attempt's folder; by hand: runs/manual/<task>/<agent>/<host>.",
 )
 @click.option("--host", default="machine", help="Names the folder a run by hand gets.")
+@click.option("--cpu-only/--not-cpu-only", default=False, help="The CPU validation of a GPU task.")
 @click.option("--stage-only/--not-stage-only", default=False, help="No verifier is needed.")
-def _begin(task_id: str, agent: str, attempt: str, host: str, stage_only: bool) -> None:
+def _begin(
+    task_id: str, agent: str, attempt: str, host: str, stage_only: bool, cpu_only: bool
+) -> None:
     if attempt:
         folder = Path(attempt)
     else:
@@ -253,7 +258,7 @@ def _begin(task_id: str, agent: str, attempt: str, host: str, stage_only: bool) 
 
         catalog.load_task(task_id)  # the id is checked before it names a folder
         folder = runs_dir() / "manual" / task_id / agent / host
-    click.echo(json.dumps(begin(task_id, agent, folder, stage_only)))
+    click.echo(json.dumps(begin(task_id, agent, folder, stage_only, cpu_only)))
 
 
 @main.command("finish")

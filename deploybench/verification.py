@@ -262,10 +262,61 @@ def load_checks(task_id: str, verifiers_dir: Path = VERIFIERS_DIR) -> list[dict[
     return checks_mod.load(verifier_dir(task_id, verifiers_dir) / CHECKS_SPEC)
 
 
-def machine_script(task_id: str, verifiers_dir: Path = VERIFIERS_DIR) -> str:
+def machine_script(
+    task_id: str, verifiers_dir: Path = VERIFIERS_DIR, cpu_only: bool = False
+) -> str:
     """What runs on the machine: the shared preamble, then the task's experiment.sh. Both run
-    under the controller's busybox shell; neither holds a check (those stay here)."""
+    under the controller's busybox shell; neither holds a check (those stay here). CPU_ONLY is
+    set here, by the controller, never taken from the machine: 1 only in the CPU validation of a
+    GPU task, where an experiment that names its device asks for the CPU instead."""
     lib = (Path(verifiers_dir) / "global" / EXPERIMENT_LIB).read_text()
     experiment = (verifier_dir(task_id, verifiers_dir) / EXPERIMENT_SCRIPT).read_text()
+    mode = f"CPU_ONLY={int(cpu_only)}\n"
     # It ends with exit 0, so only the trusted `timeout` gives 124, 137 or 143 (its budget ran out).
-    return f"{lib}\n# ---- {task_id}/{EXPERIMENT_SCRIPT} ----\n{experiment}\nexit 0\n"
+    return f"{lib}\n{mode}# ---- {task_id}/{EXPERIMENT_SCRIPT} ----\n{experiment}\nexit 0\n"
+
+
+CPU_NOTE = (
+    "a CPU validation: run on a machine without a GPU, judged without the task's GPU-evidence "
+    "checks (left_out); not a full validation"
+)
+
+
+def cpu_judgment(
+    verdict: dict[str, Any], checks_spec: list[dict[str, Any]], timed_out: bool = False
+) -> dict[str, Any]:
+    """The CPU validation's judgment of a GPU task's attempt on a machine without a GPU.
+
+    The attempt's verdict stays the normal one (every check, so such a run FAILS it); this is a
+    second judgment over that verdict with the task's GPU-evidence checks (checks.is_gpu_evidence,
+    marked in checks.yaml) left out. It passes only when the machine and Layer 1 passed, every
+    other declared check was judged and passed, and nothing else failed (a verifier timeout, logs
+    not collected, the experiment not run)."""
+    left_out = [c["name"] for c in checks_spec if checks_mod.is_gpu_evidence(c)]
+    kept = [c["name"] for c in checks_spec if not checks_mod.is_gpu_evidence(c)]
+    judged = {c["name"]: c for c in verdict["layer2"]["checks"]}
+    problems = []
+    if not left_out:
+        problems.append("checks.yaml marks no check as GPU evidence: validate it normally")
+    if not kept:
+        problems.append("checks.yaml has nothing but GPU evidence: a CPU run shows nothing")
+    if timed_out:
+        problems.append("the verifier did not finish within its budget")
+    for part in ("machine", "layer1"):
+        result = verdict.get(part) or {"passed": True}
+        if not result["passed"]:
+            problems.append(f"{part} failed ({result.get('category')})")
+    for name in kept:
+        check = judged.get(name)
+        if check is None or not check["passed"]:
+            problems.append(f"{name}: {check['detail'] if check else 'not judged'}")
+    for name, check in judged.items():
+        if name not in left_out and name not in kept and not check["passed"]:
+            problems.append(f"{name}: {check['detail']}")
+    return {
+        "passed": not problems,
+        "cpu_only": True,
+        "left_out": left_out,
+        "problems": problems,
+        "note": CPU_NOTE,
+    }

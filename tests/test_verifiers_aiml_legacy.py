@@ -129,11 +129,14 @@ def test_lightgcn_judges_learning_on_the_hidden_data(tmp_path):
     assert failed(judged("lightgcn_sigir20", noresult)) == ["result_written"]
 
 
-def test_lightgcn_task_file_says_why_it_is_not_validated_here():
+def test_lightgcn_task_file_says_its_validation_here_was_a_cpu_one():
     task = yaml.safe_load((REPO / "tasks" / "lightgcn_sigir20" / "task.yaml").read_text())
     assert task["gpu"] is True
-    assert task["runs_here"]["local"] == "no"
-    assert "GPU" in task["runs_here"]["why"]
+    assert task["runs_here"]["local"] == "with_changes"
+    assert "GPU" in task["runs_here"]["why"] and "--cpu-only" in task["runs_here"]["why"]
+    # Never mistaken for a full validation: the GPU checks it left out are named.
+    assert task["validated"]["cpu_only"] is True
+    assert set(task["validated"]["left_out"]) == {"tensorflow_sees_gpu", "gpu_listed", "gpu_used"}
     # The role uses the shipped train.txt when present; staging no longer demands it.
     assert "needed_files" not in task["repo"]
     main = (REPO / "reference_setups" / "lightgcn_sigir20" / "tasks" / "main.yml").read_text()

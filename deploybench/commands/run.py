@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import click
+import yaml
 from rich.console import Console
 from rich.table import Table
 
-from deploybench import runfolder
+from deploybench import runfolder, verification
 from deploybench.agents import AgentSpec, load_agent
 from deploybench.backends import get_backend
 from deploybench.catalog import homes, load_tasks, verifier_dir
@@ -81,7 +82,16 @@ def results_table(rows: list[dict]) -> Table:
 
 # Options a resumed run takes from its run.json. Given again on the command line, each must equal
 # the run's value; --parallel alone may differ (it changes how fast, not what is run).
-RESUMED = ("backend", "tasks", "agents", "attempts", "agent_seconds", "image", "upload")
+RESUMED = (
+    "backend",
+    "tasks",
+    "agents",
+    "attempts",
+    "agent_seconds",
+    "image",
+    "upload",
+    "cpu_only",
+)
 DEFAULTS = {"backend": "local", "attempts": 1, "parallel": 1}
 
 
@@ -115,6 +125,7 @@ def execute(
     yes: bool = False,
     llm_base_url: str | None = None,
     source_mirror: Path | None = None,
+    cpu_only: bool = False,
 ) -> tuple[Path, list[dict]]:
     if resume and not run_id:
         raise DeployBenchError("--resume needs the --run-id of the run to continue")
@@ -143,6 +154,7 @@ def execute(
                 "agent_seconds": agent_seconds,
                 "image": image,
                 "upload": upload,
+                "cpu_only": cpu_only or None,
             },
         )
         if not isinstance(meta.get("agent_specs"), list):
@@ -151,6 +163,7 @@ def execute(
         agents = [AgentSpec(**spec) for spec in meta["agent_specs"]]
         backend, attempts = meta["backend"], meta["attempts"]
         agent_seconds, image, upload = meta["agent_seconds"], meta["image"], meta["upload"]
+        cpu_only = bool(meta.get("cpu_only"))
         parallel = parallel or meta.get("parallel") or DEFAULTS["parallel"]
     else:
         backend = backend or DEFAULTS["backend"]
@@ -161,7 +174,7 @@ def execute(
         if not agent_names:
             raise DeployBenchError("name the agents: --agent reference,nop,...")
         agents = [load_agent(name, agent_config, llm_base_url) for name in agent_names]
-    _check_runnable(chosen, agents)
+    _check_runnable(chosen, agents, cpu_only)
     from deploybench import sources
 
     # Sources before machines: a commit or repository that cannot be had is one line, no machine.
@@ -187,6 +200,7 @@ def execute(
             "agent_seconds": agent_seconds,
             "image": image,
             "upload": upload,
+            "cpu_only": cpu_only or None,
             "parallel": parallel,
             "agent_config": str(agent_config) if agent_config else None,
             "agent_specs": [asdict(a) for a in agents],
@@ -204,6 +218,7 @@ def execute(
             image=image,
             agent_seconds=agent_seconds,
             upload=upload,
+            cpu_only=cpu_only,
         )
     )
     return run_dir, runner.run()
@@ -213,9 +228,14 @@ def _split(names: str | None) -> list[str]:
     return [n.strip() for n in (names or "").split(",") if n.strip()]
 
 
-def _check_runnable(tasks: dict[str, dict], agents: list[AgentSpec]) -> None:
+def _check_runnable(tasks: dict[str, dict], agents: list[AgentSpec], cpu_only: bool) -> None:
     """Refuse, before any machine is made, what would fail only after a whole attempt."""
-    for task_id in tasks:
+    for task_id, task in tasks.items():
+        if cpu_only and not task.get("gpu"):
+            raise DeployBenchError(
+                f"--cpu-only is the CPU validation of GPU tasks; {task_id} is not one "
+                "(gpu: false): run or validate it normally"
+            )
         if not verifier_dir(task_id).is_dir():
             raise DeployBenchError(
                 f"task {task_id} has no verifier (verifiers/{task_id}/): it cannot be run"
@@ -230,6 +250,14 @@ def _check_runnable(tasks: dict[str, dict], agents: list[AgentSpec]) -> None:
                 f"agent {agent.name}: unknown converter {agent.converter!r} "
                 f"(known: {', '.join(CONVERTERS)})"
             )
+
+
+CPU_ONLY_HELP = (
+    "The CPU validation of GPU tasks: machines without a GPU, the reference setups' CPU mode, "
+    "the experiments' CPU form. Verdicts stay the normal ones (they fail without GPU evidence); "
+    "each attempt also gets a CPU judgment that leaves out the checks checks.yaml marks as GPU "
+    "evidence."
+)
 
 
 @click.command()
@@ -290,22 +318,43 @@ def _check_runnable(tasks: dict[str, dict], agents: list[AgentSpec]) -> None:
     help="Folder of git repositories (<owner>/<name> or <owner>+<name>) to take task sources "
     "from instead of the network (see deploybench sources sync).",
 )
+@click.option("--cpu-only", is_flag=True, help=CPU_ONLY_HELP)
 def run(**kwargs) -> None:
     """Run agents on tasks: a fresh machine per attempt, destroyed after; the hidden verifier
     judges each; results go to runs/<run-id>/results.jsonl. Ctrl-C leaves no machine behind;
     --resume continues where the run stopped."""
     run_dir, rows = execute(**kwargs)
     Console(width=160).print(results_table(rows))
+    if runfolder.read_run_meta(run_dir).get("cpu_only"):
+        for row in rows:
+            click.echo(_cpu_line(run_dir, row))
     click.echo(f"results: {runfolder.results_path(run_dir)}")
 
 
-def record_validated(path: Path, row: dict, image: str) -> None:
-    """Rewrite the task's top-level `validated:` entry in place (the rest of the file as is)."""
+def _cpu_line(run_dir: Path, row: dict) -> str:
+    judgment = runfolder.read_cpu_judgment(runfolder.attempt_of(run_dir, row))
+    who = f"{row['task_id']} {row['agent']} #{row['attempt']}"
+    if judgment is None:
+        return f"{who}: no CPU judgment (the attempt did not complete)"
+    if judgment["passed"]:
+        return f"{who}: CPU judgment PASS without {', '.join(judgment['left_out'])}"
+    return f"{who}: CPU judgment FAIL ({'; '.join(judgment['problems'])[:300]})"
+
+
+def record_validated(path: Path, row: dict, image: str, left_out: list[str] | None = None) -> None:
+    """Rewrite the task's top-level `validated:` entry in place (the rest of the file as is).
+    `left_out`: a CPU validation, recorded as such (cpu_only, the GPU checks it left out)."""
     text = path.read_text()
     entry = (
         f'validated:\n  at: "{row["finished_at"]}"\n  backend: {row["backend"]}\n'
         f"  image: {image}\n  run_id: {row['run_id']}\n"
     )
+    if left_out:
+        entry = (
+            f"validated:\n  # {verification.CPU_NOTE}\n"
+            + entry.split("\n", 1)[1]
+            + f"  cpu_only: true\n  left_out: [{', '.join(left_out)}]\n"
+        )
     new, count = re.subn(r"^validated:.*\n(?:[ \t]+.*\n)*", entry, text, flags=re.M)
     if count != 1:
         new = text.rstrip("\n") + "\n" + entry
@@ -325,6 +374,12 @@ def record_validated(path: Path, row: dict, image: str) -> None:
     help="Folder of git repositories (<owner>/<name> or <owner>+<name>) to take task sources "
     "from instead of the network (see deploybench sources sync).",
 )
+@click.option(
+    "--cpu-only",
+    is_flag=True,
+    help="GPU tasks on a machine without a GPU: recorded as a CPU validation (cpu_only, the "
+    "GPU-evidence checks left out), never as a full one. " + CPU_ONLY_HELP,
+)
 def validate_references(
     tasks: str | None,
     demo: bool,
@@ -332,9 +387,11 @@ def validate_references(
     image: str | None,
     parallel: int,
     source_mirror: Path | None,
+    cpu_only: bool,
 ) -> None:
     """Run the reference setup of each task on a fresh machine and record in its task.yaml
-    when and where it passed the verifier. A failure leaves the record as it was."""
+    when and where it passed the verifier. A failure leaves the record as it was. With
+    --cpu-only, a GPU task passes on the CPU judgment instead, and a full record is kept."""
     run_dir, rows = execute(
         backend=backend,
         agent="reference",
@@ -344,16 +401,35 @@ def validate_references(
         image=image,
         yes=True,
         source_mirror=source_mirror,
+        cpu_only=cpu_only,
     )
     Console(width=160).print(results_table(rows))
     failed = []
     for row in rows:
-        if row["passed"]:
+        task_file = TASKS_DIR / row["task_id"] / "task.yaml"
+        judgment = runfolder.read_cpu_judgment(runfolder.attempt_of(run_dir, row))
+        if cpu_only and row["status"] == "completed" and judgment is not None:
+            click.echo(_cpu_line(run_dir, row))
+            if not judgment["passed"]:
+                failed.append(row["task_id"])
+                click.echo(f"{row['task_id']}: NOT validated on the CPU; evidence in {run_dir}")
+                continue
+            current = yaml.safe_load(task_file.read_text()).get("validated")
+            if current and not current.get("cpu_only"):
+                click.echo(f"{row['task_id']}: CPU judgment passed; its full validation is kept")
+                continue
             record_validated(
-                TASKS_DIR / row["task_id"] / "task.yaml",
+                task_file,
                 row,
                 image or get_backend(backend).default_image,
+                left_out=judgment["left_out"],
             )
+            click.echo(
+                f"{row['task_id']}: validated on the CPU only ({row['finished_at']}, "
+                f"{row['backend']}; left out: {', '.join(judgment['left_out'])})"
+            )
+        elif row["passed"] and not cpu_only:
+            record_validated(task_file, row, image or get_backend(backend).default_image)
             click.echo(f"{row['task_id']}: validated ({row['finished_at']}, {row['backend']})")
         else:
             why = (

@@ -39,6 +39,8 @@ def list_tasks(demo: bool | None) -> None:
             continue
         v = t.get("validated")
         validated = f"{v['at']} ({v['backend']}/{v['image']})" if v else "never"
+        if v and v.get("cpu_only"):
+            validated += " CPU only, no GPU checks"
         homes = catalog.homes(task_id)
         table.add_row(
             task_id,

@@ -3,12 +3,17 @@
 # Runs the quick Hyena associative-recall synthetic of experiments.md (vocabulary 10, sequence
 # length 256, 2,000 training and 200 test examples, 10 epochs) with the agent's environment
 # ($WORKDIR/env/bin/python -m train), as the owner of WORKDIR, ON THE GPU: trainer.accelerator=gpu
-# is passed explicitly, so an environment that only runs on the CPU fails here. While it trains,
+# is passed explicitly, so an environment that only runs on the CPU fails here (only the CPU
+# validation asks for the CPU). While it trains,
 # nvidia-smi's list of compute processes is sampled every 2 s. The Hydra run folder is a fresh one
 # in SCRATCH, so only this run's checkpoints are seen. checks.yaml judges the collected files on
 # the controller (a GPU task passes only with GPU evidence). RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
 RUN_DIR="$SCRATCH/run"
+# CPU_ONLY is written by the controller into this script (1 only in the CPU validation of the
+# task, whose judgment leaves out the GPU checks); there the device asked for is the CPU.
+ACCELERATOR=gpu
+[ "$CPU_ONLY" = 1 ] && ACCELERATOR=cpu
 NVSMI_PATH=$SYSTEM_PATH
 
 {
@@ -33,11 +38,11 @@ sample_gpu &
 SAMPLER=$!
 
 {
-  echo "== experiment: env/bin/python -m train experiment=synthetics/associative_recall/hyena-131k-30vs (quick form) trainer.accelerator=gpu wandb=null"
+  echo "== experiment: env/bin/python -m train experiment=synthetics/associative_recall/hyena-131k-30vs (quick form) trainer.accelerator=$ACCELERATOR wandb=null"
   cd "$WORKDIR" && rc_of train as_owner timeout 1500 "$PY_ENV" -m train \
     experiment=synthetics/associative_recall/hyena-131k-30vs \
     dataset.input_seq_len=256 dataset.vocab_size=10 dataset.num_examples=2000 \
-    dataset.num_test_examples=200 trainer.max_epochs=10 trainer.accelerator=gpu \
+    dataset.num_test_examples=200 trainer.max_epochs=10 trainer.accelerator=$ACCELERATOR \
     trainer.devices=1 wandb=null "hydra.run.dir=$RUN_DIR" >"$SCRATCH/train.out" 2>&1
   collect "$SCRATCH/train.out" train_output.txt
   tail -c 20000 "$SCRATCH/train.out"
