@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from deploybench import yamlfile
 from deploybench.errors import DeployBenchError
@@ -105,39 +104,13 @@ def _leaves(error: jsonschema.ValidationError) -> list[jsonschema.ValidationErro
     return [error]
 
 
-_CLoader = getattr(yaml, "CSafeLoader", None)  # None where PyYAML was built without libyaml
-if _CLoader is not None:
-
-    class _FastStrictLoader(_CLoader):
-        """yamlfile's strict loader (a key given twice is an error) on libyaml's C parser:
-        ten times faster on the catalog's files, with the same safe constructors."""
-
-    _FastStrictLoader.add_constructor(
-        yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-        yamlfile._mapping,  # noqa: SLF001 (the one definition of "strict")
-    )
-
-
-def _fast_load(path: Path) -> Any:
-    """The data of a well-formed UTF-8 YAML file by the C parser; None for anything else
-    (the caller then reads it with yamlfile.load, whose messages name the problem)."""
-    if _CLoader is None:
-        return None
-    try:
-        return yaml.load(Path(path).read_bytes().decode("utf-8"), Loader=_FastStrictLoader)  # noqa: S506
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return None
-
-
 def read_task(path: Path) -> tuple[Any, list[str]]:
     """Parse one task.yaml; (data, problems) where problems covers YAML errors only."""
     where = _display(path)
-    data = _fast_load(path)
-    if data is None:  # an error, or an empty document: yamlfile says which, in its words
-        try:
-            data = yamlfile.load(path, where)
-        except DeployBenchError as exc:
-            return None, [str(exc)]
+    try:
+        data = yamlfile.load(path, where)
+    except DeployBenchError as exc:
+        return None, [str(exc)]
     if not isinstance(data, dict):
         return None, [f"{where}: field (top level): must be a mapping, got {type(data).__name__}"]
     return data, []

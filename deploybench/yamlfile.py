@@ -40,9 +40,22 @@ def _mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
+# The same strict loader on libyaml's C parser, where PyYAML has it: about ten times faster on
+# the catalog's files, with the same safe constructors and the same results.
+_CSafeLoader = getattr(yaml, "CSafeLoader", None)
+_FastStrictLoader = type("_FastStrictLoader", (_CSafeLoader,), {}) if _CSafeLoader else None
+if _FastStrictLoader is not None:
+    _FastStrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
 
 def parse(text: str) -> Any:
-    """Parse YAML text strictly; raises yaml.YAMLError."""
+    """Parse YAML text strictly; raises yaml.YAMLError. A text the C parser refuses is parsed
+    again by the pure-Python one, so an error reads the same with or without libyaml."""
+    if _FastStrictLoader is not None:
+        try:
+            return yaml.load(text, Loader=_FastStrictLoader)  # noqa: S506 (a CSafeLoader subclass)
+        except yaml.YAMLError:
+            pass
     return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
 
 
