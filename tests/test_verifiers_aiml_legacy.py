@@ -6,14 +6,20 @@ here). Their checks are judged on recorded final states (tests/fixtures/verifier
 <state>/, each with a README.md saying how it was made), on cheats made from the pass states, and
 the reference roles' shape and syntax."""
 
-import subprocess
-
 import pytest
 import yaml
 
 from deploybench import checks, verification
 from tests.conftest import REPO
-from tests.verifier_states import STATES, copy_state, edit, failed, judged, verdict
+from tests.verifier_states import (
+    STATES,
+    check_role_syntax,
+    copy_state,
+    edit,
+    failed,
+    judged,
+    verdict,
+)
 
 TASKS = [
     "lightgcn_sigir20",
@@ -228,22 +234,4 @@ def test_reference_role_shape(task_id):
 
 @pytest.mark.parametrize("task_id", TASKS)
 def test_reference_role_passes_the_syntax_check(task_id, tmp_path):
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(
-        yaml.safe_dump(
-            [
-                {
-                    "hosts": "localhost",
-                    "gather_facts": False,
-                    "roles": [{"role": task_id, f"{task_id}_workdir": "/tmp/x"}],
-                }
-            ]
-        )
-    )
-    proc = subprocess.run(
-        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "--syntax-check", str(playbook)],
-        env={"ANSIBLE_ROLES_PATH": str(REPO / "reference_setups"), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
+    check_role_syntax(task_id, tmp_path)

@@ -5,14 +5,22 @@ repositories' output formats, since none of these tasks can run on this machine)
 from the pass states, and the shape of their reference roles."""
 
 import json
-import subprocess
 
 import pytest
 import yaml
 
 from deploybench import checks, verification
 from tests.conftest import REPO
-from tests.verifier_states import STATES, copy_state, edit, failed, judged, run_experiment, verdict
+from tests.verifier_states import (
+    STATES,
+    check_role_syntax,
+    copy_state,
+    edit,
+    failed,
+    judged,
+    run_experiment,
+    verdict,
+)
 
 TASKS = [
     "adalora_iclr23",
@@ -329,22 +337,4 @@ def test_reference_role_shape(task_id):
 
 @pytest.mark.parametrize("task_id", TASKS)
 def test_reference_role_passes_the_syntax_check(task_id, tmp_path):
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(
-        yaml.safe_dump(
-            [
-                {
-                    "hosts": "localhost",
-                    "gather_facts": False,
-                    "roles": [{"role": task_id, f"{task_id}_workdir": "/tmp/x"}],
-                }
-            ]
-        )
-    )
-    proc = subprocess.run(
-        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "--syntax-check", str(playbook)],
-        env={"ANSIBLE_ROLES_PATH": str(REPO / "reference_setups"), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
+    check_role_syntax(task_id, tmp_path)

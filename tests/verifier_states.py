@@ -62,3 +62,43 @@ def run_experiment(task_id, workdir, log_dir, seconds=300):
     )
     assert proc.returncode == 0, (log_dir / "verifier_stdout.log").read_text()
     return verdict(task_id, log_dir)
+
+
+# ---- the shape every verifier, recorded state and reference role must have ----
+def check_verifier_parts(task_id):
+    """Its checks validate, its experiment never reads the agent's runbook, and the machine
+    side it makes parses under the trusted busybox shell."""
+    assert verification.load_checks(task_id)
+    experiment = (REPO / "verifiers" / task_id / "experiment.sh").read_text()
+    assert "RUNBOOK" not in experiment.replace("RUNBOOK.MD is never read", "")
+    script = verification.machine_script(task_id)
+    subprocess.run([str(toolkit.busybox()), "sh", "-n", "-c", script], check=True)
+
+
+def check_states_are_small_text(task_id):
+    """Recorded states are small UTF-8 files, without the machine's process list."""
+    for path in (STATES / task_id).rglob("*"):
+        if path.is_file():
+            assert path.stat().st_size < 100_000, path
+            path.read_text(encoding="utf-8")
+            assert path.name != "processes_before_verify.txt", path
+
+
+def check_role_syntax(task_id, tmp_path):
+    """The reference role passes ansible-playbook --syntax-check in a one-role play."""
+    import yaml
+
+    playbook = tmp_path / "play.yml"
+    play = {
+        "hosts": "localhost",
+        "gather_facts": False,
+        "roles": [{"role": task_id, f"{task_id}_workdir": "/tmp/x"}],
+    }
+    playbook.write_text(yaml.safe_dump([play]))
+    proc = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "--syntax-check", str(playbook)],
+        env={"ANSIBLE_ROLES_PATH": str(REPO / "reference_setups"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
