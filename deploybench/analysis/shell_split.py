@@ -6,17 +6,19 @@ backticks, `( )` subshells, `{ }` groups, `for/while/if` bodies or heredoc bodie
 A heredoc body stays with the sub-command that opens it.
 
 A plain list (no quoting, expansion, grouping, heredoc, escape, comment or keyword) is cut at
-its separators directly. Otherwise bashlex parses most of bash and is used first; it rejects
-some real input (e.g. `&&` inside `$( )` in 0.18), and then our own small tokenizer below gives
-the split. All three are tested on the same cases. Results are cached: agents repeat the same
-commands many times."""
+its separators directly, and so is one whose only extras are quoted words without expansions
+(`'...'`, `"..."` holding no `$`, backtick or backslash) and one heredoc whose body ends the
+command. Otherwise bashlex parses most of bash and is used first; it rejects some real input
+(e.g. `&&` inside `$( )` in 0.18), and then our own small tokenizer below gives the split. All
+of them are tested on the same cases. Results are cached: agents repeat the same commands many
+times. bashlex is imported on its first parse (bashlex_cached: its tables from a cache)."""
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
 
-import bashlex
+from deploybench.analysis.bashlex_cached import import_bashlex
 
 SPLIT_OPERATORS = {"&&", "||", ";"}
 # Nothing to split when none of these appear: the fast path for most commands.
@@ -29,6 +31,8 @@ _NOT_PLAIN = re.compile(
     r"|\b(?:for|while|until|select|if|then|elif|else|fi|case|esac|do|done|function)\b"
 )
 _SEPARATOR = re.compile(r"&&|\|\||;|\n")
+# Quoted words that split nothing and expand nothing: masked out before the plain test.
+_QUOTED = re.compile(r"'[^']*'|\"[^\"$`\\]*\"")
 
 
 @lru_cache(maxsize=200_000)
@@ -41,6 +45,9 @@ def split_subcommands(command: str | None) -> tuple[str, ...]:
         return (text,)
     if not _NOT_PLAIN.search(text):
         return tuple(split_plain(text)) or (text,)
+    quoted = split_quoted(text)
+    if quoted is not None:
+        return tuple(quoted) or (text,)
     try:
         parts = _split_bashlex(text)
     except Exception:  # bashlex raises several types (ParsingError, NotImplementedError, ...)
@@ -54,9 +61,44 @@ def split_plain(text: str) -> list[str]:
     return [p.strip() for p in _SEPARATOR.split(text) if p.strip()]
 
 
+def _mask(match: re.Match[str]) -> str:
+    return "_" * len(match.group())  # same length: positions in the mask are the text's
+
+
+def split_quoted(text: str) -> list[str] | None:
+    """The split of a plain list with quoted words and at most one heredoc, the heredoc's body
+    being the rest of the command; None for anything else (bashlex decides then). The quoted
+    words are masked, the heredoc operator blanked, and what is left must be a plain list: its
+    separators are then exactly the top-level ones, and a heredoc body, after the last of them,
+    stays with the last sub-command, as bashlex's split leaves it."""
+    head, body = text, None
+    start = text.find("<<")
+    if start >= 0:
+        newline = text.find("\n", start)
+        if newline < 0 or "\n" in text[:start]:
+            return None
+        head, body = text[:newline], text[newline + 1 :]
+    masked = _QUOTED.sub(_mask, head)
+    if body is not None:
+        operator = _HEREDOC.match(head, start)
+        if not operator or masked[start : start + 2] != "<<" or operator.group(1):
+            return None  # `<<` in quotes, `<<<`, `<<-` (tab stripping): not this path
+        lines = body.split("\n")
+        delimiter = operator.group(3)
+        if lines[-1] != delimiter or delimiter in lines[:-1]:
+            return None  # the body must end the command, on its delimiter line
+        if not operator.group(2) and any(c in body for c in "$`\\"):
+            return None  # an unquoted delimiter expands the body: leave it to bashlex
+        masked = masked[:start] + " " * (operator.end() - start) + masked[operator.end() :]
+    if _NOT_PLAIN.search(masked):
+        return None
+    cuts = [m.span() for m in _SEPARATOR.finditer(masked)]
+    return _pieces(text, cuts)
+
+
 def _split_bashlex(text: str) -> list[str]:
     cuts: list[tuple[int, int]] = []  # spans of separators, in text order
-    nodes = bashlex.parse(text)
+    nodes = import_bashlex().parse(text)
     for node in nodes:
         if node.kind == "list":
             for part in node.parts:
