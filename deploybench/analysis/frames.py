@@ -135,16 +135,17 @@ def _subcommands(commands: pd.DataFrame) -> pd.DataFrame:
     # (chain over the distinct commands' tuples). Phase is a category: one code per row.
     names = phase_names()
     code = {name: i for i, name in enumerate(names)}
-    number: dict[str, int] = {}
-    texts = [c if isinstance(c, str) else "" for c in commands["command"].tolist()]
-    which = [number.setdefault(t, len(number)) for t in texts]
-    parts = [split_subcommands(t) for t in number]
+    # Distinct commands numbered in C (factorize); a missing command (-1) splits into nothing.
+    which, distinct = pd.factorize(commands["command"].to_numpy(dtype=object))
+    which[which < 0] = len(distinct)
+    parts = [split_subcommands(t) for t in distinct.tolist()] + [()]
     codes = [tuple(code[classify(p)] for p in pieces) for pieces in parts]
-    sizes = np.array([len(p) for p in parts], dtype=np.int64)
-    rows = int(sizes[which].sum()) if which else 0
+    sizes = np.array([len(p) for p in parts], dtype=np.int64)[which]
+    rows = int(sizes.sum())
+    which = which.tolist()  # list indexing by Python ints, the fastest gather in chain below
     return pd.DataFrame(
         {
-            "a": np.repeat(commands["a"].to_numpy(dtype=np.int64), sizes[which]),
+            "a": np.repeat(commands["a"].to_numpy(dtype=np.int64), sizes),
             "sub": _objects(list(chain.from_iterable(map(parts.__getitem__, which)))),
             "phase": pd.Categorical.from_codes(
                 np.fromiter(
@@ -172,9 +173,9 @@ def _recovery(events: pd.DataFrame) -> pd.DataFrame:
     a_col = sub["a"].to_numpy()
     # Plain Python values column by column, then one Action per event: far cheaper than
     # testing every cell of every row for NaN (hundreds of thousands of actions).
-    codes = [None if c != c else int(c) for c in sub["exit_code"].tolist()]
-    cmds = [c if isinstance(c, str) else None for c in sub["command"].tolist()]
-    paths = [p if isinstance(p, str) else None for p in sub["path"].tolist()]
+    codes = _ints_or_none(sub["exit_code"].to_numpy())
+    cmds = _none_for_missing(sub["command"].to_numpy(dtype=object))
+    paths = _none_for_missing(sub["path"].to_numpy(dtype=object))
     softs = sub["soft_timeout"].tolist()  # a bool column: Python bools
     kinds = sub["kind"].tolist()
     # tuple.__new__ is what Action._make calls, without its Python-level wrapper
@@ -193,6 +194,22 @@ def _recovery(events: pd.DataFrame) -> pd.DataFrame:
         labelled = recovery.label_attempt(actions[start:end], where)
         rows += [(a, rule, label) for _, rule, label in labelled]
     return pd.DataFrame(rows, columns=["a", "rule", "recovery"])
+
+
+def _ints_or_none(values: np.ndarray) -> list:
+    # float exit codes (NaN where none) as Python ints and None, converted in C
+    out = np.empty(len(values), dtype=object)
+    known = ~np.isnan(values)
+    out[known] = values[known].astype(np.int64)
+    return out.tolist()
+
+
+def _none_for_missing(values: np.ndarray) -> list:
+    missing = pd.isna(values)
+    if missing.any():
+        values = values.copy()
+        values[missing] = None
+    return values.tolist()
 
 
 def _completion(att, commands, runs: Runs, catalog) -> pd.Series:

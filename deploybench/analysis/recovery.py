@@ -87,11 +87,15 @@ def normalise(command: str) -> str:
 _SUB_HITS: dict[int, tuple[tuple[re.Pattern[str], ...], dict[str, bool]]] = {}
 
 
+def _answers(patterns: tuple[re.Pattern[str], ...]) -> dict[str, bool]:
+    entry = _SUB_HITS.get(id(patterns))
+    if entry is None:
+        entry = _SUB_HITS[id(patterns)] = (patterns, {})
+    return entry[1]
+
+
 def _any_sub(command: str, patterns: tuple[re.Pattern[str], ...]) -> bool:
-    hits = _SUB_HITS.get(id(patterns))
-    if hits is None:
-        hits = _SUB_HITS[id(patterns)] = (patterns, {})
-    hits = hits[1]
+    hits = _answers(patterns)
     hit = hits.get(command)
     if hit is None:
         hit = hits[command] = any(
@@ -137,10 +141,15 @@ def same_command_again(rule, failed, window, later_shell):
 
 def window_has(rule, failed, window, later_shell):
     patterns = rule.patterns["subcommand"]
+    answers = _answers(patterns)  # looked up here, not per action: the report's hottest test
     for action in window:
-        if action.kind == "file_read" and rule.id == 4:
-            return True
-        if action.kind == "command" and action.command and _any_sub(action.command, patterns):
+        kind, command = action.kind, action.command
+        if kind == "command":
+            if command:
+                hit = answers.get(command)
+                if hit or (hit is None and _any_sub(command, patterns)):
+                    return True
+        elif kind == "file_read" and rule.id == 4:
             return True
     return False
 
