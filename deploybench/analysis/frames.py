@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from deploybench import contracts, runfolder
-from deploybench.analysis import completion, recovery
+from deploybench.analysis import completion, recovery, recovery_columns
 from deploybench.analysis.diagnose import diagnose_by_rules
 from deploybench.analysis.load import Runs, _read_if_file
 from deploybench.analysis.phases import classify, phase_names
@@ -171,6 +171,8 @@ def _recovery(events: pd.DataFrame) -> pd.DataFrame:
     if sub.empty:
         return pd.DataFrame({"a": [], "rule": [], "recovery": []})
     a_col = sub["a"].to_numpy()
+    if recovery_columns.supported():
+        return _recovery_columns(sub, failed[keep].to_numpy(), a_col)
     # Plain Python values column by column, then one Action per event: far cheaper than
     # testing every cell of every row for NaN (hundreds of thousands of actions).
     codes = _ints_or_none(sub["exit_code"].to_numpy())
@@ -194,6 +196,29 @@ def _recovery(events: pd.DataFrame) -> pd.DataFrame:
         labelled = recovery.label_attempt(actions[start:end], where)
         rows += [(a, rule, label) for _, rule, label in labelled]
     return pd.DataFrame(rows, columns=["a", "rule", "recovery"])
+
+
+def _recovery_columns(sub: pd.DataFrame, failed: np.ndarray, a_col: np.ndarray) -> pd.DataFrame:
+    # the same labels as recovery.label_attempt per attempt, computed over whole columns
+    kind_code = np.array(
+        [recovery_columns.KINDS.get(k, -1) for k in sub["kind"].cat.categories], dtype=np.int64
+    )
+    kinds = kind_code[sub["kind"].cat.codes.to_numpy()]
+    command, distinct = pd.factorize(sub["command"].to_numpy(dtype=object))
+    path, paths = pd.factorize(sub["path"].to_numpy(dtype=object))
+    names_runbook = np.array([bool(p) and "RUNBOOK" in p.upper() for p in paths] + [False])
+    runbook_path = (kinds == recovery_columns.FILE_EDIT) & names_runbook[path]
+    at, rule, label = recovery_columns.label_columns(
+        kinds,
+        command,
+        distinct.tolist(),
+        sub["soft_timeout"].to_numpy(dtype=bool),
+        failed,
+        runbook_path,
+        a_col,
+    )
+    labels = np.array(recovery.LABELS, dtype=object)
+    return pd.DataFrame({"a": a_col[at], "rule": rule, "recovery": labels[label]})
 
 
 def _ints_or_none(values: np.ndarray) -> list:
