@@ -6,6 +6,7 @@ cost for results.jsonl. The analysis reads only this format, never a native log.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
@@ -273,7 +274,9 @@ def from_ansible_events(events: list[dict[str, Any]], role: str) -> list[dict]:
         data = event["event_data"]
         res = data.get("res") or {}
         cmd = res.get("cmd")
-        command = " ".join(cmd) if isinstance(cmd, list) else cmd
+        # The command module records its argv as a list: joined with the quotes a shell
+        # would need (`-c 'import a; print(a)'`), so the split and the rules read it as typed.
+        command = shlex.join(str(c) for c in cmd) if isinstance(cmd, list) else cmd
         if not command:
             command = f"# ansible {data.get('task_action', '?')}: {data.get('task', '')}"
         failed = event["event"] == "runner_on_failed"
