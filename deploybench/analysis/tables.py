@@ -53,17 +53,22 @@ def success(f: Frames) -> list[Table]:
     groups += [(f"Domain: {d}", ("domain", d)) for d in ("AI/ML", "Scientific", "Systems")]
     groups += [(f"Difficulty: {d}", ("difficulty", d)) for d in ("easy", "medium", "hard")]
     groups += [(f"Age: {d}", ("age", d)) for d in ("legacy", "recent")]
+    # plain arrays: forty small selections on a pandas frame cost more in overhead than work
+    passed = first["passed"].to_numpy(dtype=bool)
+    labels = first["label"].to_numpy(dtype=object)
+    columns = {key: first[key].to_numpy(dtype=object) for key in ("domain", "difficulty", "age")}
+    # pass@k: a task counts when any of its attempts passed.
+    any_passed = f.attempts.groupby(["label", "task_id"], observed=True)["passed"].any()
     rate, count = {}, {}
     for label in f.labels:
-        mine = first[first["label"] == label]
+        mine = labels == label
         r, c = [], []
         for _, sel in groups:
-            part = mine if sel is None else mine[mine[sel[0]] == sel[1]]
-            r.append(pct(part["passed"].sum(), len(part)).item())
-            c.append(f"{int(part['passed'].sum())}/{len(part)}")
-        # pass@k: a task counts when any of its attempts passed.
-        every = f.attempts[f.attempts["label"] == label]
-        per_task = every.groupby("task_id")["passed"].any()
+            part = mine if sel is None else mine & (columns[sel[0]] == sel[1])
+            n, ok = int(part.sum()), int(passed[part].sum())
+            r.append(pct(ok, n).item())
+            c.append(f"{ok}/{n}")
+        per_task = any_passed[any_passed.index.get_level_values(0) == label]
         r.append(pct(per_task.sum(), len(per_task)).item())
         c.append(f"{int(per_task.sum())}/{len(per_task)}")
         rate[label], count[label] = r, c
