@@ -12,6 +12,7 @@ know sends the whole run to label_attempt."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -53,6 +54,32 @@ class _Commands:
 
     def each(self, test) -> np.ndarray:
         return np.array([bool(test(t)) for t in self.texts])
+
+
+@dataclass(frozen=True)
+class _Windows:
+    """The failed commands (`at`) and the arrays every rule's test reads: their windows of
+    next actions (w_*: kind, command number, is a shell command, a non-empty one, normalised
+    text), the first action of each window, and the per-action columns they index."""
+
+    info: _Commands
+    at: np.ndarray
+    soft: np.ndarray
+    failed: np.ndarray
+    later_shell: np.ndarray
+    valid: np.ndarray
+    window: np.ndarray
+    w_kind: np.ndarray
+    w_cid: np.ndarray
+    w_cmd: np.ndarray
+    w_nonempty: np.ndarray
+    f_norm: np.ndarray
+    w_norm: np.ndarray
+    first_kind: np.ndarray
+    first_cid: np.ndarray
+    first_valid: np.ndarray
+    runbook_path: np.ndarray
+    size: int
 
 
 def label_columns(
@@ -102,32 +129,32 @@ def label_columns(
 
     out = np.zeros(len(at), dtype=np.int64)
     label_of = np.zeros(len(at), dtype=np.int64)
+    windows = _Windows(
+        info=info,
+        at=at,
+        soft=soft,
+        failed=failed,
+        later_shell=later_shell,
+        valid=valid,
+        window=window,
+        w_kind=w_kind,
+        w_cid=w_cid,
+        w_cmd=w_cmd,
+        w_nonempty=w_nonempty,
+        f_norm=f_norm,
+        w_norm=w_norm,
+        first_kind=first_kind,
+        first_cid=first_cid,
+        first_valid=first_valid,
+        runbook_path=runbook_path,
+        size=size,
+    )
     done = np.zeros(len(at), dtype=bool)
     for rule in rules:
         todo = ~done
         if not todo.any():
             break
-        holds = _holds(
-            rule,
-            info,
-            at,
-            soft,
-            failed,
-            later_shell,
-            valid,
-            window,
-            w_kind,
-            w_cid,
-            w_cmd,
-            w_nonempty,
-            f_norm,
-            w_norm,
-            first_kind,
-            first_cid,
-            first_valid,
-            runbook_path,
-            size,
-        )
+        holds = _holds(rule, windows)
         hit = todo & holds
         done |= hit
         out[hit] = rule.id
@@ -135,27 +162,13 @@ def label_columns(
     return at, out, label_of
 
 
-def _holds(
-    rule,
-    info,
-    at,
-    soft,
-    failed,
-    later_shell,
-    valid,
-    window,
-    w_kind,
-    w_cid,
-    w_cmd,
-    w_nonempty,
-    f_norm,
-    w_norm,
-    first_kind,
-    first_cid,
-    first_valid,
-    runbook_path,
-    size,
-):
+def _holds(rule, windows: _Windows) -> np.ndarray:
+    w = windows
+    info, at, soft, failed, size = w.info, w.at, w.soft, w.failed, w.size
+    later_shell, window, runbook_path = w.later_shell, w.window, w.runbook_path
+    w_kind, w_cid, w_cmd, w_nonempty = w.w_kind, w.w_cid, w.w_cmd, w.w_nonempty
+    f_norm, w_norm = w.f_norm, w.w_norm
+    first_kind, first_cid, first_valid = w.first_kind, w.first_cid, w.first_valid
     test = rule.test
     if test == "always":
         return np.ones(len(at), dtype=bool)
