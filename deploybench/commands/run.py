@@ -15,7 +15,7 @@ from rich.table import Table
 from deploybench import runfolder, verification
 from deploybench.agents import AgentSpec, load_agent
 from deploybench.backends import get_backend
-from deploybench.catalog import homes, load_task, load_tasks, verifier_dir
+from deploybench.catalog import homes, load_tasks, verifier_dir
 from deploybench.errors import DeployBenchError
 from deploybench.paths import TASKS_DIR, runs_dir
 from deploybench.runner import Runner, RunOptions, now
@@ -23,17 +23,17 @@ from deploybench.trajectories import CONVERTERS
 
 
 def _select_tasks(tasks_arg: str | None, demo: bool) -> dict[str, dict]:
+    catalog = load_tasks()
     if demo:
-        chosen = {k: v for k, v in load_tasks().items() if v.get("demo")}
+        chosen = {k: v for k, v in catalog.items() if v.get("demo")}
     elif tasks_arg:
-        # Only the named tasks are read and validated: a run of one task does not pay for 51.
         ids = [t.strip() for t in tasks_arg.split(",") if t.strip()]
-        unknown = [t for t in ids if not (TASKS_DIR / t / "task.yaml").is_file()]
+        unknown = [t for t in ids if t not in catalog]
         if unknown:
             raise DeployBenchError(
                 f"unknown task(s): {', '.join(unknown)} (see deploybench tasks list)"
             )
-        chosen = {t: load_task(t) for t in ids}
+        chosen = {t: catalog[t] for t in ids}
     else:
         raise DeployBenchError("name the tasks: --tasks ID,ID... or --demo")
     if not chosen:
