@@ -1,6 +1,8 @@
 """The playbook's one door into the package: what playbooks/run_task.yml asks of deploybench
-on the controller, as `python -m deploybench.sidedoor VERB ...`, and the results row's outcome
-read back from what that door wrote.
+on the controller, and the results row's outcome read back from what that door wrote. The
+playbook knocks with the `sidedoor` action (roles/run/action_plugins/sidedoor.py), which calls
+`answer` in Ansible's own worker process, so no interpreter is started for it; a person at a
+shell knocks with `python -m deploybench.sidedoor VERB ...`, which calls the same `answer`.
 
     begin     load and validate the task (once per attempt), plan the staging, find the trusted
               busybox and write the verifier's machine side; print all of it as one JSON
@@ -203,10 +205,74 @@ def outcome(attempt: Path, max_steps: int | None) -> dict[str, Any]:
     }
 
 
-# ---- the CLI the playbook calls ----
+def _judging(attempt: Path, evidence: dict[str, str] | None, judge) -> dict[str, Any]:
+    """Take the evidence, then judge; a failure leaves its traceback in the attempt folder (the
+    playbook hides the judging tasks' output)."""
+    try:
+        if evidence:
+            take_evidence(attempt, evidence)
+        return judge()
+    except Exception:
+        (attempt / runfolder.HARNESS_ERROR).write_text(traceback.format_exc())
+        raise
+
+
+def _manual_attempt(task_id: str, agent: str, host: str) -> Path:
+    """Where a playbook run by hand keeps its attempt: runs/manual/<task>/<agent>/<host>."""
+    from deploybench.paths import runs_dir
+
+    catalog.load_task(task_id)  # the id is checked before it names a folder
+    return runs_dir() / "manual" / task_id / agent / host
+
+
+def answer(verb: str, args: dict[str, Any]) -> dict[str, Any]:
+    """One knock on the door, with the playbook's arguments as a mapping (the action plugin's
+    task arguments, or the CLI's options): begin's document, or the verdict of finish/broken.
+    `evidence` holds the raw output the playbook kept out of its events (no_log)."""
+    if verb == "begin":
+        attempt = args.get("attempt") or ""
+        folder = (
+            Path(attempt)
+            if attempt
+            else _manual_attempt(args["task"], args["agent"], args.get("host") or "machine")
+        )
+        return begin(
+            args["task"],
+            args["agent"],
+            folder,
+            stage_only=bool(args.get("stage_only")),
+            cpu_only=bool(args.get("cpu_only")),
+        )
+    attempt = Path(args["attempt"])
+    evidence = args.get("evidence")
+    if verb == "finish":
+        verify_rc = args.get("verify_rc")
+        return _judging(
+            attempt,
+            evidence,
+            lambda: finish(
+                attempt,
+                args["task"],
+                int(args["agent_rc"]),
+                float(args["agent_seconds"]),
+                int(args.get("killed") or 0),
+                None if verify_rc in (None, "") else int(verify_rc),
+                float(args.get("verify_seconds") or 0),
+                bool(args.get("ran", True)),
+            ),
+        )
+    if verb == "broken":
+        return _judging(
+            attempt,
+            evidence,
+            lambda: broken(attempt, int(args["agent_rc"]), float(args["agent_seconds"])),
+        )
+    raise DeployBenchError(f"the side door has no verb {verb!r}: begin, finish or broken")
+
+
+# ---- the same door from a shell ----
 class _Door(click.Group):
-    """A harness error is one line on stderr and exit 1, never a traceback in the events; the
-    judging verbs run with no_log, so their traceback is kept in the attempt folder instead."""
+    """A harness error is one line on stderr and exit 1, never a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -215,18 +281,12 @@ class _Door(click.Group):
             raise click.ClickException(str(exc)) from None
 
 
-def _judging(attempt: Path, judge) -> dict[str, Any]:
-    """Take the evidence from standard input, then judge; a failure leaves its traceback in
-    the attempt folder (the playbook hides this task's output)."""
-    try:
-        if not sys.stdin.isatty():
-            text = sys.stdin.read()
-            if text.strip():
-                take_evidence(attempt, json.loads(text))
-        return judge()
-    except Exception:
-        (attempt / runfolder.HARNESS_ERROR).write_text(traceback.format_exc())
-        raise
+def _stdin_evidence() -> dict[str, str] | None:
+    """The raw evidence, as a JSON object on standard input, when one is piped in."""
+    if sys.stdin.isatty():
+        return None
+    text = sys.stdin.read()
+    return json.loads(text) if text.strip() else None
 
 
 @click.group(cls=_Door)
@@ -251,14 +311,9 @@ _ATTEMPT = click.Path(file_okay=False, path_type=Path)
 def _begin(
     task_id: str, agent: str, attempt: str, host: str, stage_only: bool, cpu_only: bool
 ) -> None:
-    if attempt:
-        folder = Path(attempt)
-    else:
-        from deploybench.paths import runs_dir
-
-        catalog.load_task(task_id)  # the id is checked before it names a folder
-        folder = runs_dir() / "manual" / task_id / agent / host
-    click.echo(json.dumps(begin(task_id, agent, folder, stage_only, cpu_only)))
+    args = {"task": task_id, "agent": agent, "attempt": attempt, "host": host}
+    args |= {"stage_only": stage_only, "cpu_only": cpu_only}
+    click.echo(json.dumps(answer("begin", args)))
 
 
 @main.command("finish")
@@ -271,12 +326,10 @@ def _begin(
 @click.option("--verify-seconds", type=float, default=0.0)
 @click.option("--ran/--not-ran", default=True, help="Whether the experiment ran.")
 def _finish(attempt, task_id, agent_rc, agent_seconds, killed, verify_rc, verify_seconds, ran):
-    verdict = _judging(
-        attempt,
-        lambda: finish(
-            attempt, task_id, agent_rc, agent_seconds, killed, verify_rc, verify_seconds, ran
-        ),
-    )
+    args = {"attempt": attempt, "task": task_id, "agent_rc": agent_rc}
+    args |= {"agent_seconds": agent_seconds, "killed": killed, "verify_rc": verify_rc}
+    args |= {"verify_seconds": verify_seconds, "ran": ran, "evidence": _stdin_evidence()}
+    verdict = answer("finish", args)
     click.echo(f"passed={verdict['passed']}")
 
 
@@ -285,7 +338,8 @@ def _finish(attempt, task_id, agent_rc, agent_seconds, killed, verify_rc, verify
 @click.option("--agent-rc", type=int, required=True)
 @click.option("--agent-seconds", type=float, required=True)
 def _broken(attempt: Path, agent_rc: int, agent_seconds: float) -> None:
-    verdict = _judging(attempt, lambda: broken(attempt, agent_rc, agent_seconds))
+    args = {"attempt": attempt, "agent_rc": agent_rc, "agent_seconds": agent_seconds}
+    verdict = answer("broken", args | {"evidence": _stdin_evidence()})
     click.echo(f"passed={verdict['passed']} category={verdict['machine']['category']}")
 
 

@@ -1,0 +1,32 @@
+"""The playbook's knock on the package's side door (deploybench/sidedoor.py): `answer` runs here,
+in the Ansible worker that runs the task, on the controller. A `command` task would start a
+module wrapper and then a second interpreter that imports the package again, twice per attempt;
+this starts neither. The task's arguments are the verb and its mapping; the answer comes back
+as the result's `door` (begin) or `verdict` (finish, broken). A harness error fails the task
+with its one-line message; the judging verbs also leave their traceback in the attempt folder."""
+
+import json
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from deploybench import sidedoor
+from deploybench.errors import DeployBenchError
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = dict(self._task.args)
+        verb = args.pop("verb", None)
+        try:
+            # Through JSON: the answer holds plain data only, whatever the task file held.
+            answered = json.loads(json.dumps(sidedoor.answer(str(verb), args)))
+        except DeployBenchError as exc:
+            raise AnsibleActionFail(str(exc)) from None
+        result["changed"] = True
+        result["door" if verb == "begin" else "verdict"] = answered
+        return result
