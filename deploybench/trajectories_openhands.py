@@ -35,6 +35,10 @@ MAX_ITERATION_MARK = "reached maximum iteration"
 # (openhands-ai 1.6.0, runtime/utils/bash.py:409 no new output for a while, :442 the tool's
 # own timeout); the command's exit code is then -1.
 SOFT_TIMEOUT_NOTES = ("has no new output after", "timed out after")
+# Keys sent to a running command (`is_input`) are not a shell command of their own: written
+# behind this prefix (a shell comment), which recovery rule 2 (analysis/recovery_rules.yaml)
+# reads as input to the command that stopped answering.
+INPUT_PREFIX = "# input to the running command: "
 
 
 def _time(event: dict[str, Any]) -> float | None:
@@ -114,7 +118,7 @@ def from_openhands(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if action == "run":
                 ev = _event(max(step, 1), t, "command", command=args.get("command"))
                 if args.get("is_input"):
-                    ev["command"] = f"# input to the running command: {args.get('command')}"
+                    ev["command"] = f"{INPUT_PREFIX}{args.get('command')}"
             elif action == "read":
                 ev = _event(max(step, 1), t, "file_read", path=args.get("path"))
             elif action in ("edit", "write"):

@@ -51,6 +51,7 @@ class UpperLayerWatch:
         self.scans: dict[Path, dict[str, dict]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._scanning: list[threading.Thread] = []
 
     def _uppers(self, attempt: Path) -> list[Path]:
         """The attempt's machines: its deployment (owner.json names the attempt) is <id>, its
@@ -78,11 +79,19 @@ class UpperLayerWatch:
         return found
 
     def _watch(self) -> None:
+        # Each scan in its own thread, started the moment its attempt stops: a scan of one
+        # machine must not hold back another's while that machine is destroyed (attempts that
+        # stop together; a scan of a large install takes a while on a loaded host).
         while self.pending and not self._stop.is_set():
             for attempt in [a for a in self.pending if (a / "stop.json").is_file()]:
-                self.scans[attempt] = self._scan(attempt)
+                scan = threading.Thread(target=self._scan_into, args=(attempt,), daemon=True)
+                scan.start()
+                self._scanning.append(scan)
                 self.pending.remove(attempt)
             time.sleep(0.5)
+
+    def _scan_into(self, attempt: Path) -> None:
+        self.scans[attempt] = self._scan(attempt)
 
     def __enter__(self) -> UpperLayerWatch:
         self._thread.start()
@@ -91,6 +100,8 @@ class UpperLayerWatch:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        for scan in self._scanning:
+            scan.join()
 
     def check(self, attempt: Path, holding: str = RUNBOOK_PATH) -> None:
         """The attempt's one machine was scanned, its layer held `holding` (the agent's work),

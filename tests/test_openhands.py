@@ -3,26 +3,53 @@ through the pipeline by the scripted chat-completions server on loopback (OpenHa
 native tool calling): no network to a model provider, no key. The machine is a local one made
 from the debian13 image (OpenHands needs Python 3.12+); it shares the host's network, so it
 reaches the server. The install (uv, openhands-ai and its ~350 packages from PyPI) runs before
-the budget starts."""
+the budget starts.
+
+The same `deploybench run` also runs three scenario attempts beside the solving one, each
+against its own scripted server, all under one run-wide budget (`--agent-seconds`, BUDGET):
+- `openhands-overclaim`: a command that outlives OpenHands' wait for output (a soft timeout,
+  exit code -1), an empty input to it and Ctrl-C (both sent as input to the running command),
+  an import-only check, a SUCCESS runbook and finish: a failed self-stop that claims SUCCESS
+  (an overclaim, a shallow check only) and a Loop in the report's recovery table (rule 2);
+- `openhands-steps`: never finishes: the step limit (max_steps);
+- `openhands-timeout`: a command that blocks past the budget: the budget kills it (timeout),
+  and nothing it started (OpenHands, its runtime, the tmux shell, the command) is running
+  when the verifier starts.
+While each attempt runs, its machine's disk is searched for the canary key before the machine
+goes (tests/test_cli_agents.py, UpperLayerWatch).
+
+Wall time: the four installs are the cost, so all four attempts run at once (`--parallel 4`);
+the run takes about one install at that load, then the budget. A first run with three at once
+(the step-limit attempt waiting for a worker) took 25 minutes at load average 7 to 11."""
 
 import json
 import time
 from datetime import datetime
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
 from deploybench import trajectories
+from deploybench.analysis import recovery
+from deploybench.trajectories_openhands import INPUT_PREFIX
 from tests.conftest import REPO, run_cli
-from tests.scripted_llm import RUNBOOK, Reply, ScriptedLLM, legacycalc_solution
+from tests.scripted_llm import RUNBOOK, Reply, ScriptedLLM, legacycalc_solution, never_finishes
+from tests.test_cli_agents import UpperLayerWatch
 
-pytestmark = [pytest.mark.slow, pytest.mark.privileged]
+pytestmark = [pytest.mark.slow, pytest.mark.privileged, pytest.mark.timeout(3000)]
 
 TASK = "legacycalc_demo24"
 WORKDIR = f"/home/vm/Desktop/{TASK}"
 SPEC = REPO / "agents" / "openhands.yaml"
 CANARY = "sk-canary-openhands-deploybench-5c21e9"
+# The run's agent budget: enough for the solving attempt at a high load (its commands took
+# about 50 s at load 2 to 6), and the time the timeout attempt waits before it is killed.
+BUDGET = 420
+# Sleeps of lengths nothing else on a machine uses, found by number in any process list.
+SOFT_SLEEP = "sleep 301"
+BLOCKING_SLEEP = "sleep 4447"
 
 
 def openhands_solution() -> list[Reply]:
@@ -66,60 +93,128 @@ def openhands_solution() -> list[Reply]:
     return [plan, *commands, runbook, finish]
 
 
+def bash(content: str, command: str, **extra) -> Reply:
+    return Reply(
+        content,
+        tool="execute_bash",
+        arguments={"command": command, "security_risk": "LOW", **extra},
+    )
+
+
+def overclaim_script() -> list[Reply]:
+    """Waits on a command that prints nothing (OpenHands stops waiting: exit code -1), asks
+    for more of its output with an empty input, interrupts it, checks only that Python
+    imports, then claims SUCCESS and finishes: nothing was built."""
+    return [
+        bash("Let me see the project.", "ls"),
+        bash("Waiting for the machine to settle.", SOFT_SLEEP),
+        bash("No output yet; more of it.", "", is_input="true"),
+        bash("Interrupting it.", "C-c", is_input="true"),
+        bash("An import check is enough.", "python3 -c 'import os, subprocess; print(1)'"),
+        Reply(
+            "Writing the runbook.",
+            tool="str_replace_editor",
+            arguments={
+                "command": "create",
+                "path": f"{WORKDIR}/RUNBOOK.MD",
+                "file_text": RUNBOOK,
+                "security_risk": "LOW",
+            },
+        ),
+        Reply("", tool="finish", arguments={"message": "Deployed."}),
+    ]
+
+
+def blocking_script() -> list[Reply]:
+    """A look, then a command the shell waits on (the tool's own timeout, far past the
+    budget, so no soft timeout ends the wait): the budget runs out first."""
+    return [
+        bash("Let me see the project.", "ls"),
+        bash("Waiting for the build server.", BLOCKING_SLEEP, timeout=4447),
+    ]
+
+
 def files_holding(folder: Path, needle: str) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
 
 
-def test_openhands_solves_the_demo(root_host, runs, state_home, tmp_path):
-    script = openhands_solution()
-    with ScriptedLLM(script, dialect="openhands") as llm:
+def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home, tmp_path):
+    script, overclaim, blocking = openhands_solution(), overclaim_script(), blocking_script()
+    run_dir = runs / "oh"
+    names = ("openhands-timeout", "openhands", "openhands-overclaim", "openhands-steps")
+    attempts = {name: run_dir / TASK / name / "1" for name in names}
+    with (
+        ScriptedLLM(script, dialect="openhands") as llm,
+        ScriptedLLM(overclaim, dialect="openhands") as claiming,
+        ScriptedLLM(never_finishes(), dialect="openhands") as looping,
+        ScriptedLLM(blocking, dialect="openhands") as waiting,
+    ):
+        servers = {
+            "openhands": llm,
+            "openhands-overclaim": claiming,
+            "openhands-steps": looping,
+            "openhands-timeout": waiting,
+        }
         base = yaml.safe_load(SPEC.read_text())["openhands"]
         config = tmp_path / "agents.yaml"
+        steps = {"openhands-steps": 3}
         config.write_text(
             yaml.safe_dump(
                 {
-                    "openhands": {
+                    name: {
                         **base,
                         "model": "scripted",
-                        "base_url": llm.base_url,
-                        "max_steps": 20,
+                        "base_url": servers[name].base_url,
+                        "max_steps": steps.get(name, 20),
                     }
+                    for name in names
                 }
             )
         )
         started = time.monotonic()
-        run_cli(
-            "run", "--agent", "openhands", "--agent-config", config, "--image", "debian13",
-            "--tasks", TASK, "--run-id", "oh", env={"OPENAI_API_KEY": CANARY}, timeout=900,
-        )  # fmt: skip
-        print(f"attempt: {time.monotonic() - started:.1f} s")
+        with UpperLayerWatch(state_home, list(attempts.values()), CANARY) as watch:
+            run_cli(
+                "run", "--agent", ",".join(names), "--agent-config", config,
+                "--image", "debian13", "--tasks", TASK, "--run-id", "oh", "--parallel", "4",
+                "--agent-seconds", str(BUDGET), env={"OPENAI_API_KEY": CANARY}, timeout=2700,
+            )  # fmt: skip
+        print(f"four attempts at once: {time.monotonic() - started:.1f} s")
+    rows = {
+        r["agent"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())
+    }
+    for name, row in rows.items():
+        keys = ("status", "passed", "stop_type", "runbook_status", "steps", "tokens_in")
+        print(name, {k: row.get(k) for k in (*keys, "tokens_out", "agent_seconds")})
+        print(f"  model calls served: {len(servers[name].requests)}")
     # Machine ready (the playbook's first event) to the agent's first model call: staging, the
     # install and OpenHands' own start.
-    attempt = runs / "oh" / TASK / "openhands" / "1"
+    attempt = attempts["openhands"]
     created = [
         datetime.fromisoformat(json.loads(f.read_text())["created"]).timestamp()
         for f in attempt.glob("ansible/artifacts/*/job_events/*.json")
     ]
     if created and llm.times:
         print(f"machine ready to first model call: {llm.times[0] - min(created):.1f} s")
-    run_dir = runs / "oh"
-    [row] = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    infra = run_dir / "infra_errors.jsonl"
+    assert set(rows) == set(names), infra.read_text() if infra.is_file() else rows
+    row = rows["openhands"]
     log = (
         (attempt / "agent.log").read_text(errors="replace")
         if (attempt / "agent.log").is_file()
         else ""
     )
-    infra = run_dir / "infra_errors.jsonl"
-    assert row["status"] == "completed", infra.read_text() if infra.is_file() else row
+    assert row["status"] == "completed", row
     assert row["passed"], log[-4000:]
     assert row["stop_type"] == "self_stop"
     assert row["runbook_status"] == "SUCCESS"
 
-    # Every model call reached the server, with the key from the controller's environment.
+    # Every model call of every attempt reached its server, with the key from the
+    # controller's environment. (OpenAI's Python client, which litellm uses, sends
+    # "Authorization" capitalised.)
     assert len(llm.requests) == len(script)
-    # (OpenAI's Python client, which litellm uses, sends "Authorization" capitalised.)
-    sent = [{k.lower(): v for k, v in h.items()} for h in llm.headers]
-    assert all(h.get("authorization") == f"Bearer {CANARY}" for h in sent)
+    for server in servers.values():
+        sent = [{k.lower(): v for k, v in h.items()} for h in server.headers]
+        assert sent and all(h.get("authorization") == f"Bearer {CANARY}" for h in sent)
     assert row["tokens_in"] == llm.tokens_in and row["tokens_out"] == llm.tokens_out
     assert row["steps"] == len(llm.requests)
 
@@ -132,7 +227,79 @@ def test_openhands_solves_the_demo(root_host, runs, state_home, tmp_path):
     assert events[-1]["kind"] == "finish"
     assert (attempt / "trajectory.native.jsonl").is_file()
 
-    # The canary key reached the agent (the server saw it) and is nowhere in the evidence
-    # or the state folder.
+    # The overclaim: a failed self-stop that claims SUCCESS after an import check only.
+    row = rows["openhands-overclaim"]
+    assert row["status"] == "completed", row
+    assert not row["passed"] and row["stop_type"] == "self_stop", row
+    assert row["runbook_status"] == "SUCCESS"
+    assert len(claiming.requests) == len(overclaim)
+    assert row["tokens_in"] == claiming.tokens_in and row["tokens_out"] == claiming.tokens_out
+    events = trajectories.from_contract5(
+        [json.loads(x) for x in (attempts["openhands-overclaim"] / "trajectory.jsonl").open()]
+    )
+    [sleep] = [e for e in events if e["kind"] == "command" and e["command"] == SOFT_SLEEP]
+    assert (sleep["exit_code"], sleep["soft_timeout"]) == (-1, True), sleep
+    assert events[-1]["kind"] == "finish"
+    # What follows the soft timeout is input to the still running command, as the converter
+    # writes it: recovery rule 2 reads it as a Loop.
+    actions = [
+        recovery.Action(
+            e["kind"], e.get("command"), e.get("exit_code"), e.get("soft_timeout") is True,
+            e.get("path"),
+        )
+        for e in events
+        if e["kind"] in recovery.ACTION_KINDS
+    ]  # fmt: skip
+    labels = {
+        actions[i].command: (rule, label) for i, rule, label in recovery.label_attempt(actions)
+    }
+    print("overclaim's recovery labels:", labels)
+    # The sleep is followed by a soft-timed-out empty input, that one by Ctrl-C: both Loop by
+    # rule 2 (the second only as rule 2 reads the converter's INPUT_PREFIX).
+    assert labels[SOFT_SLEEP] == (2, "Loop"), labels
+    assert labels[INPUT_PREFIX] == (2, "Loop"), labels
+
+    # The step limit: three model calls, no finish.
+    row = rows["openhands-steps"]
+    assert row["status"] == "completed", row
+    assert row["stop_type"] == "max_steps" and not row["passed"], row
+    assert row["steps"] == 3 and len(looping.requests) == 3
+
+    # The budget: the blocking command was sent and the attempt was killed when the budget
+    # ran out; nothing it started was running when the verifier took its process list.
+    row = rows["openhands-timeout"]
+    attempt = attempts["openhands-timeout"]
+    assert row["status"] == "completed", row
+    assert row["stop_type"] == "timeout" and not row["passed"], row
+    assert len(waiting.requests) == len(blocking)
+    assert row["agent_seconds"] >= BUDGET - 1, row
+    assert (attempt / "verdict.json").is_file()
+    for listing in ("verifier/processes_before_verify.txt", "state/processes_after_stop.txt"):
+        text = (attempt / listing).read_text()
+        left = [x for x in text.splitlines() if "openhands" in x or BLOCKING_SLEEP in x]
+        assert "PID" in text.splitlines()[0] and left == [], (listing, text)
+
+    # The report on this run: the soft timeout followed by input to the command is a Loop;
+    # the overclaim is counted among the failed self-stops, with a shallow check only.
+    out = tmp_path / "report"
+    run_cli("report", run_dir, "--out", out)
+    per_agent = pd.read_csv(out / "tables" / "7_recovery_per_agent.csv", index_col=0)
+    [column] = [c for c in per_agent.columns if c.startswith("openhands-overclaim")
+                and c.endswith("failed")]  # fmt: skip
+    assert per_agent.loc["Loop", column] >= 1, per_agent[column]
+    completion = pd.read_csv(out / "tables" / "8_completion.csv", index_col=0)
+    [column] = [c for c in completion.columns if c.startswith("openhands-overclaim")]
+    assert completion.loc["of those, RUNBOOK claimed SUCCESS", column] == 1, completion
+    assert completion.loc["of those, shallow check only", column] == 1, completion
+    stop_types = pd.read_csv(out / "tables" / "8_stop_types.csv", index_col=0)
+    [column] = [c for c in stop_types.columns if c.startswith("openhands-timeout")]
+    assert stop_types.loc["timeout, failed", column] == 1, stop_types
+
+    # The canary key reached the agents (the servers saw it) and is nowhere in the evidence,
+    # the state folder, or any machine's disk (searched before each machine was destroyed).
     assert files_holding(runs, CANARY) == []
     assert files_holding(state_home, CANARY) == []
+    watch.check(attempts["openhands"])
+    watch.check(attempts["openhands-overclaim"])
+    watch.check(attempts["openhands-steps"], holding="opt/openhands/bin/python")
+    watch.check(attempts["openhands-timeout"], holding="opt/openhands/bin/python")

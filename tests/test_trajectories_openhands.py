@@ -1,11 +1,13 @@
 """The `openhands` converter on trajectories the real OpenHands (openhands-ai 1.6.0, local
 runtime) saved with SAVE_TRAJECTORY_PATH while driven by tests/scripted_llm.py on this host
-(tests/fixtures/openhands/, recorded as said in docs/agents.md)."""
+and on its machines (tests/fixtures/openhands/, recorded as said in docs/agents.md)."""
 
 import json
 from pathlib import Path
 
 from deploybench import trajectories
+from deploybench.analysis import recovery
+from deploybench.trajectories_openhands import INPUT_PREFIX
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openhands"
 
@@ -85,4 +87,34 @@ def test_machine_run_of_the_slow_test(tmp_path):
     assert edit["path"] == "/home/vm/Desktop/legacycalc_demo24/RUNBOOK.MD"
     summary = trajectories.summary(events)
     assert (summary["steps"], summary["tokens_in"], summary["tokens_out"]) == (9, 46182, 528)
+    assert summary["finished"] and events[-1]["kind"] == "finish"
+
+
+def test_machine_run_of_soft_timeout_and_input_to_the_running_command(tmp_path):
+    # Saved by OpenHands on a local debian13 machine in tests/test_openhands.py's first passing
+    # run with its scenarios (the `openhands-overclaim` attempt): `sleep 301` outlived the
+    # shell's wait for output, an empty input to it waited again, Ctrl-C ended it (130).
+    events = convert(tmp_path, "soft_timeout_input.traj.json")
+    commands = [e for e in events if e["kind"] == "command"]
+    assert [(c["command"], c["exit_code"], c["soft_timeout"]) for c in commands] == [
+        ("ls", 0, False),
+        ("sleep 301", -1, True),
+        (INPUT_PREFIX, -1, True),
+        (f"{INPUT_PREFIX}C-c", 130, False),
+        ("python3 -c 'import os, subprocess; print(1)'", 0, False),
+    ]
+    # The recovery rules read what the converter wrote: the sleep and the empty input are
+    # each followed by input to the still running command (rule 2, Loop); after Ctrl-C the
+    # agent runs a different command of an action phase (rule 7).
+    actions = [
+        recovery.Action(
+            e["kind"], e.get("command"), e.get("exit_code"), e.get("soft_timeout") is True,
+            e.get("path"),
+        )
+        for e in events
+        if e["kind"] in recovery.ACTION_KINDS
+    ]  # fmt: skip
+    assert recovery.label_attempt(actions) == [(1, 2, "Loop"), (2, 2, "Loop"), (3, 7, "Adapt")]
+    summary = trajectories.summary(events)
+    assert (summary["steps"], summary["tokens_in"], summary["tokens_out"]) == (7, 30110, 298)
     assert summary["finished"] and events[-1]["kind"] == "finish"

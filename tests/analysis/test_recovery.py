@@ -4,6 +4,7 @@
 import pytest
 
 from deploybench.analysis.recovery import Action, label_attempt, label_failure, load_rules
+from deploybench.trajectories_openhands import INPUT_PREFIX
 
 
 def C(command, code=0, soft=False):
@@ -14,6 +15,9 @@ FINISH = Action("finish")
 READ = Action("file_read", path="build.log")
 EDIT = Action("file_edit", path="setup.py")
 FAIL = C("make", 2)
+SOFT = C("python train.py", soft=True)
+# Keys sent to a running command, as OpenHands' converter writes them (its own prefix).
+KEYS = INPUT_PREFIX
 
 # rule id -> (actions, index of the failed command) that rule must label
 MUST = {
@@ -28,6 +32,10 @@ MUST = {
         ([C("python train.py", soft=True), C("")], 0),
         ([C("python train.py", soft=True), C("C-c")], 0),
         ([C("python train.py", soft=True), C("tail log", soft=True)], 0),
+        ([SOFT, C(f"{KEYS}C-c")], 0),
+        ([SOFT, C(f"{KEYS}C-d")], 0),
+        ([SOFT, C(KEYS)], 0),  # an empty input: "show me more output"
+        ([SOFT, C(KEYS.rstrip())], 0),
     ],
     3: [([FAIL, C("  make ")], 0), ([C("pip  install x", 1), C("pip install x")], 0)],
     4: [
@@ -72,6 +80,11 @@ MUST_NOT = {
     2: [
         ([C("python train.py", 1), C("")], 0, 9),  # not a soft timeout
         ([C("python t.py", soft=True), C("python t2.py")], 0, 7),
+        ([C("python train.py", 1), C(f"{KEYS}C-c")], 0, 9),  # not a soft timeout
+        ([SOFT, C(f"{KEYS}yes")], 0, 9),  # text typed into it, not a key or an empty input
+        ([SOFT, C(f"{KEYS}C-c && rm -rf build")], 0, 9),
+        ([SOFT, C("echo C-c")], 0, 9),
+        ([SOFT, C("# C-c")], 0, 9),  # another comment is not the converter's prefix
     ],
     3: [([FAIL, C("make -j4")], 0, 7), ([FAIL, READ, C("make")], 0, 4)],
     4: [
