@@ -1,12 +1,13 @@
 """Inputs are data: agent specs and task files are checked before any machine is made (one
-line naming file, field and reason), and a spec's commands reach the machine as literal text,
-never templated on the controller."""
+line naming file, field and reason), a spec's commands reach the machine as literal text, and
+what the machine prints reaches the side door as literal text: never templated on the controller."""
 
 import json
 
 import pytest
 import yaml
 
+from deploybench import runfolder
 from tests.conftest import REPO, run_cli
 
 TASK = "legacycalc_demo24"
@@ -158,3 +159,28 @@ def test_spec_text_reaches_the_machine_literally(root_host, runs, state_home, tm
     assert "{{ lookup('pipe', 'id') }}" in log, log
     assert "uid=" not in log, log
     assert not pwned.exists(), "a lookup in the agent spec ran on the controller"
+
+
+@pytest.mark.slow
+@pytest.mark.privileged
+def test_machine_output_reaches_the_side_door_literally(root_host, runs, state_home, tmp_path):
+    # The agent (root) adds a line with Jinja in its path to a dpkg checksum list, so the tamper
+    # scan prints that path; the scan's raw lines then travel as the side door action's
+    # `evidence` argument. They must be judged as the text they are, never templated.
+    pwned = tmp_path / "controller-ran-this"
+    path = f"usr/{{{{ lookup('pipe', 'touch {pwned}') }}}}"
+    line = f"00000000000000000000000000000000  {path}"
+    plant = f"echo {json.dumps(line)} | sudo tee -a /var/lib/dpkg/info/bash.md5sums"
+    config = tmp_path / "agents.yaml"
+    config.write_text(yaml.safe_dump({"planter": {"command": plant}}))
+    run_cli(
+        "run", "--agent", "planter", "--agent-config", config, "--tasks", TASK,
+        "--run-id", "planted", timeout=900,
+    )  # fmt: skip
+    attempt = runs / "planted" / TASK / "planter" / "1"
+    verdict = json.loads((attempt / "verdict.json").read_text())
+    assert not pwned.exists(), "a lookup in the machine's output ran on the controller"
+    assert verdict["passed"] is False, verdict
+    assert f"MISSING bash /{path}" in verdict["machine"]["evidence"], verdict["machine"]
+    scan = attempt / runfolder.VERIFIER_DIR / runfolder.TAMPER_SCAN
+    assert f"MISSING bash /{path}" in scan.read_text()
