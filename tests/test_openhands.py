@@ -67,16 +67,7 @@ def openhands_solution() -> list[Reply]:
             ],
         },
     )
-    runbook = Reply(
-        "It matches. Writing the runbook.",
-        tool="str_replace_editor",
-        arguments={
-            "command": "create",
-            "path": f"{WORKDIR}/RUNBOOK.MD",
-            "file_text": RUNBOOK,
-            "security_risk": "LOW",
-        },
-    )
+    runbook = write_runbook("It matches. Writing the runbook.")
     finish = Reply(
         "", tool="finish", arguments={"message": "legacycalc builds and its check passes."}
     )
@@ -91,6 +82,12 @@ def openhands_solution() -> list[Reply]:
         for r in legacycalc_solution()[:-2]
     ]
     return [plan, *commands, runbook, finish]
+
+
+def write_runbook(content: str) -> Reply:
+    """The agent writes the SUCCESS runbook with OpenHands' own file editor."""
+    arguments = {"command": "create", "path": f"{WORKDIR}/RUNBOOK.MD", "file_text": RUNBOOK}
+    return Reply(content, tool="str_replace_editor", arguments=arguments | {"security_risk": "LOW"})
 
 
 def bash(content: str, command: str, **extra) -> Reply:
@@ -111,16 +108,7 @@ def overclaim_script() -> list[Reply]:
         bash("No output yet; more of it.", "", is_input="true"),
         bash("Interrupting it.", "C-c", is_input="true"),
         bash("An import check is enough.", "python3 -c 'import os, subprocess; print(1)'"),
-        Reply(
-            "Writing the runbook.",
-            tool="str_replace_editor",
-            arguments={
-                "command": "create",
-                "path": f"{WORKDIR}/RUNBOOK.MD",
-                "file_text": RUNBOOK,
-                "security_risk": "LOW",
-            },
-        ),
+        write_runbook("Writing the runbook."),
         Reply("", tool="finish", arguments={"message": "Deployed."}),
     ]
 
@@ -242,14 +230,7 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
     assert events[-1]["kind"] == "finish"
     # What follows the soft timeout is input to the still running command, as the converter
     # writes it: recovery rule 2 reads it as a Loop.
-    actions = [
-        recovery.Action(
-            e["kind"], e.get("command"), e.get("exit_code"), e.get("soft_timeout") is True,
-            e.get("path"),
-        )
-        for e in events
-        if e["kind"] in recovery.ACTION_KINDS
-    ]  # fmt: skip
+    actions = recovery.actions_of(events)
     labels = {
         actions[i].command: (rule, label) for i, rule, label in recovery.label_attempt(actions)
     }

@@ -106,14 +106,7 @@ def test_machine_run_of_soft_timeout_and_input_to_the_running_command(tmp_path):
     # The recovery rules read what the converter wrote: the sleep and the empty input are
     # each followed by input to the still running command (rule 2, Loop); after Ctrl-C the
     # agent runs a different command of an action phase (rule 7).
-    actions = [
-        recovery.Action(
-            e["kind"], e.get("command"), e.get("exit_code"), e.get("soft_timeout") is True,
-            e.get("path"),
-        )
-        for e in events
-        if e["kind"] in recovery.ACTION_KINDS
-    ]  # fmt: skip
+    actions = recovery.actions_of(events)
     assert recovery.label_attempt(actions) == [(1, 2, "Loop"), (2, 2, "Loop"), (3, 7, "Adapt")]
     summary = trajectories.summary(events)
     assert (summary["steps"], summary["tokens_in"], summary["tokens_out"]) == (7, 30110, 298)

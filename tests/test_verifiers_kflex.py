@@ -9,7 +9,15 @@ import yaml
 
 from deploybench import checks, toolkit, verification
 from tests.conftest import REPO
-from tests.verifier_states import STATES, copy_state, edit, failed, judged, run_experiment
+from tests.verifier_states import (
+    STATES,
+    check_role_syntax,
+    copy_state,
+    edit,
+    failed,
+    judged,
+    run_experiment,
+)
 
 TASK = "kflex_sosp24"
 KERNEL_EXISTS = [
@@ -118,22 +126,4 @@ def test_reference_role_parts_and_syntax(tmp_path):
     for task in yaml.safe_load((role / "tasks" / "main.yml").read_text()):
         if {"ansible.builtin.command", "ansible.builtin.shell"} & set(task):
             assert "changed_when" in task or "creates" in str(task), task["name"]
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(
-        yaml.safe_dump(
-            [
-                {
-                    "hosts": "localhost",
-                    "gather_facts": False,
-                    "roles": [{"role": TASK, f"{TASK}_workdir": "/tmp/x"}],
-                }
-            ]
-        )
-    )
-    proc = subprocess.run(
-        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "--syntax-check", str(playbook)],
-        env={"ANSIBLE_ROLES_PATH": str(REPO / "reference_setups"), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
+    check_role_syntax(TASK, tmp_path)

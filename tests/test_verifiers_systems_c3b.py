@@ -4,7 +4,6 @@ shallow}/, each README saying how it was made), cheat edits of the pass states, 
 run on this host against stand-ins, and the shape of their reference roles."""
 
 import re
-import subprocess
 
 import pytest
 import yaml
@@ -14,6 +13,7 @@ from tests.conftest import REPO
 from tests.verifier_states import (
     FAILING,
     STATES,
+    check_role_syntax,
     check_states_are_small_text,
     check_verifier_parts,
     copy_state,
@@ -172,17 +172,7 @@ def test_reference_role_parts(task_id):
 
 @pytest.mark.parametrize("task_id", TASKS)
 def test_reference_role_passes_the_syntax_check(task_id, tmp_path):
-    playbook = tmp_path / "play.yml"
-    play = {"hosts": "localhost", "gather_facts": False}
-    play["roles"] = [{"role": task_id, f"{task_id}_workdir": "/tmp/x"}]
-    playbook.write_text(yaml.safe_dump([play]))
-    proc = subprocess.run(
-        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "--syntax-check", str(playbook)],
-        env={"ANSIBLE_ROLES_PATH": str(REPO / "reference_setups"), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
+    check_role_syntax(task_id, tmp_path)
 
 
 @pytest.mark.parametrize("task_id", TASKS)

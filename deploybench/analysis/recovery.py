@@ -75,6 +75,21 @@ def load_rules(path: Path = RULES_FILE) -> tuple[int, tuple[Rule, ...]]:
     return data["window"], rules
 
 
+def actions_of(events: list[dict]) -> list[Action]:
+    """The actions of one attempt from its trajectory events (contract 5), in order."""
+    return [
+        Action(
+            e["kind"],
+            e.get("command"),
+            e.get("exit_code"),
+            e.get("soft_timeout") is True,
+            e.get("path"),
+        )
+        for e in events
+        if e["kind"] in ACTION_KINDS
+    ]
+
+
 @lru_cache(maxsize=200_000)
 def normalise(command: str) -> str:
     return " ".join(command.split())
