@@ -18,7 +18,10 @@ is still running ("session ID N", its 30 s cap on waiting), the server polls it 
 `write_stdin` as a model would, without moving on in the script. `dialect="claude"`: a command is
 Claude Code's `Bash` tool. In both, a reply with neither command nor tool is a plain text answer,
 the agent's end of turn. Claude Code's side requests (those that offer no Bash tool) get a
-short text answer and are recorded apart (`side_requests`), outside the script and its usage."""
+short text answer and are recorded apart (`side_requests`), outside the script and its usage.
+
+`first_call_seconds` times an attempt from its machine being ready to the agent's first request
+to its server, the figure the README gives for each agent."""
 
 from __future__ import annotations
 
@@ -27,7 +30,9 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -388,6 +393,29 @@ class ScriptedLLM:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def first_call_seconds(attempt: Path, llm: ScriptedLLM) -> float | None:
+    """Machine ready to the agent's first model call, for one attempt (its folder) and the
+    server it called: from the earliest event of the attempt's playbook (ansible-runner stamps
+    each with a UTC `created`; the playbook starts once the machine is up) to the server's first
+    scripted request. It spans staging, the agent's install and the scaffold's own start. None
+    when the attempt has no playbook events or the agent never called."""
+    created = [
+        datetime.fromisoformat(json.loads(f.read_text())["created"]).timestamp()
+        for f in attempt.glob("ansible/artifacts/*/job_events/*.json")
+    ]
+    return llm.times[0] - min(created) if created and llm.times else None
+
+
+def print_first_calls(attempts: dict[str, tuple[Path, ScriptedLLM]]) -> dict[str, float | None]:
+    """Prints, for each named attempt, its time from machine ready to the first model call
+    (one line each, the same wording in every agent's test) and returns the figures."""
+    seconds = {name: first_call_seconds(*pair) for name, pair in attempts.items()}
+    for name, s in seconds.items():
+        shown = "no playbook event or no model call" if s is None else f"{s:.1f} s"
+        print(f"{name}: machine ready to first model call: {shown}")
+    return seconds
 
 
 # mini-swe-agent ends when a command's output starts with this line (and its exit code is 0).

@@ -11,7 +11,7 @@ import yaml
 
 from deploybench import trajectories
 from tests.conftest import REPO, run_cli
-from tests.scripted_llm import ScriptedLLM, legacycalc_solution, never_finishes
+from tests.scripted_llm import ScriptedLLM, legacycalc_solution, never_finishes, print_first_calls
 
 pytestmark = [pytest.mark.slow, pytest.mark.privileged]
 
@@ -56,16 +56,25 @@ def test_mini_swe_agent_solves_the_demo_and_stops_at_its_step_limit(
         )  # fmt: skip
         print(f"both attempts: {time.monotonic() - started:.1f} s")
     run_dir = runs / "mini"
+    attempt = run_dir / TASK / "mini-swe-agent" / "1"
+    # Machine ready to the first model call, as for the other agents (both installs at once).
+    first_calls = print_first_calls(
+        {
+            "mini-swe-agent": (attempt, llm),
+            "mini-looping": (run_dir / TASK / "mini-looping" / "1", looping),
+        }
+    )
     results = (run_dir / "results.jsonl").read_text().splitlines()
     rows = {r["agent"]: r for r in map(json.loads, results)}
     assert len(results) == 2 and set(rows) == {"mini-swe-agent", "mini-looping"}
     row = rows["mini-swe-agent"]
-    attempt = run_dir / TASK / "mini-swe-agent" / "1"
     assert row["status"] == "completed", row
     assert row["passed"], (attempt / "agent.log").read_text()[-3000:]
     assert row["stop_type"] == "self_stop"
     assert row["runbook_status"] == "SUCCESS"
     assert row["model"] == "scripted"
+    # Both agents called their server after their machine was ready: the README's figure.
+    assert all(s is not None and s > 0 for s in first_calls.values()), first_calls
 
     # The server saw every step, with the key from the controller's environment.
     assert len(llm.requests) == len(legacycalc_solution())
