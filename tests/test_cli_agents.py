@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deploybench import trajectories
+from deploybench import runfolder, trajectories
 from tests.conftest import REPO, run_cli
 from tests.scripted_llm import (
     RUNBOOK,
@@ -43,11 +43,14 @@ PROBES = (RUNBOOK_PATH, "opt/openhands/bin/python", "usr/local/bin/codex", "usr/
 
 class UpperLayerWatch:
     """Searches an attempt's machine's overlay upper layer for a needle once its agent has
-    been stopped (its stop.json is in the attempt folder, written by the stop stage before the
-    verifier runs and before the machine is destroyed). The upper layer is exactly what was
-    written on the machine's disk; a scan records the files holding the needle and which of a
-    few paths the layer held (the task's RUNBOOK.MD, an agent's install), which shows the scan
-    saw the agent's work."""
+    been stopped and before the machine is destroyed. The first sign of the stop on the
+    controller is the machine's state tarball, streamed into the attempt folder by the stop
+    stage before the verifier runs; stop.json is written only with the verdict, a moment
+    before the machine goes, so it is the sign only when the tarball came and was unpacked
+    between two looks (a scan started that late can lose the race with the destroy). The
+    upper layer is exactly what was written on the machine's disk; a scan records the files
+    holding the needle and which of a few paths the layer held (the task's RUNBOOK.MD, an
+    agent's install), which shows the scan saw the agent's work."""
 
     def __init__(self, state_home: Path, attempts: list[Path], needle: str):
         self.state_home = state_home
@@ -88,12 +91,16 @@ class UpperLayerWatch:
         # machine must not hold back another's while that machine is destroyed (attempts that
         # stop together; a scan of a large install takes a while on a loaded host).
         while self.pending and not self._stop.is_set():
-            for attempt in [a for a in self.pending if (a / "stop.json").is_file()]:
+            for attempt in [a for a in self.pending if self._stopped(a)]:
                 scan = threading.Thread(target=self._scan_into, args=(attempt,), daemon=True)
                 scan.start()
                 self._scanning.append(scan)
                 self.pending.remove(attempt)
             time.sleep(0.5)
+
+    @staticmethod
+    def _stopped(attempt: Path) -> bool:
+        return any((attempt / name).exists() for name in (runfolder.STATE_TARBALL, runfolder.STOP))
 
     def _scan_into(self, attempt: Path) -> None:
         self.scans[attempt] = self._scan(attempt)
