@@ -3,7 +3,11 @@ instance ansible.builtin.script) and `args` are its arguments. The result is tha
 started (epoch seconds) and seconds (its wall time) added, and with `exit_pattern` (a regular
 expression with one group) rc_read: the exit code the machine printed on stdout, -1 when none
 was found (the command's own status can be lost with the connection). The task's own keywords
-(become, timeout, no_log, failed_when) apply as they would to the action alone. It spares a set_fact
+(become, timeout, no_log, failed_when) apply as they would to the action alone.
+
+ansible.builtin.raw ignores the task's `environment`; for it, the environment is put in front of
+the command (a single command, then) inside the become wrapper, the way a module's run gets it,
+so a raw run needs no module on the machine and still hands the agent its keys. It spares a set_fact
 task before the action and one after (a worker process each, for every attempt) that would
 read the controller's clock around it."""
 
@@ -21,6 +25,11 @@ class ActionModule(ActionBase):
         if not name or not isinstance(inner, dict):
             raise AnsibleActionFail("timed needs an action and its args (a mapping)")
         self._task.args = dict(inner)
+        if str(name) in ("ansible.builtin.raw", "raw") and self._task.environment:
+            prefix = self._compute_environment_string()
+            self._task.environment = []
+            if prefix:
+                self._task.args["_raw_params"] = f"{prefix} {inner['_raw_params']}"
         action = self._shared_loader_obj.action_loader.get(
             str(name),
             task=self._task,
