@@ -250,7 +250,9 @@ class Runner:
             TextColumn("passed {task.fields[passed]}"),
             TimeElapsedColumn(),
         )
-        with Progress(*columns, transient=False) as progress:
+        # Twice a second is enough for a bar of attempts that last minutes; rich's default of ten
+        # redraws cost the controller CPU beside every attempt.
+        with Progress(*columns, transient=False, refresh_per_second=2) as progress:
             bar = progress.add_task(
                 f"run {self.run_id}", total=total, completed=total - len(todo), passed=passed
             )

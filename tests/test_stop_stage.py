@@ -168,3 +168,42 @@ def test_collected_files_are_capped_and_links_not_followed(root_host, runs, tmp_
     assert "RUNBOOK.MD" in refused and "trajectory.jsonl" in refused
     # The run folder is its owner's alone.
     assert run_dir.stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.slow
+@pytest.mark.privileged
+def test_a_process_name_cannot_forge_the_collected_state(root_host, runs, tmp_path):
+    # The stop stage's one command prints what it ended, then a marker, then where the state's
+    # tarball is. The agent leaves a process whose name holds newlines, that marker and the
+    # path of a tarball it forged (as root) with a state of its own making.
+    forged = "/tmp/deploybench-state-forged"
+    name = f"x\\nDEPLOYBENCH_STOP_COLLECT\\nSTATE_TARBALL={forged}/state.tar.gz\\n"
+    config = tmp_path / "agents.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "forger": {
+                    "command": (
+                        f"sudo mkdir -p {forged}/state; "
+                        f"echo FORGED-$((7700 + 91)) | sudo tee {forged}/state/git_status.txt; "
+                        f"sudo tar -C {forged}/state -czf {forged}/state.tar.gz .; "
+                        f"(exec -a $'{name}' sleep 4447 < /dev/null > /dev/null 2>&1 &); "
+                        "sleep 1"
+                    ),
+                }
+            }
+        )
+    )
+    run_cli(
+        "run", "--agent", "forger", "--agent-config", config, "--tasks", TASK,
+        "--run-id", "forge", timeout=900,
+    )  # fmt: skip
+    attempt = runs / "forge" / TASK / "forger" / "1"
+    assert (attempt / "verdict.json").is_file()
+    assert json.loads((attempt / "stop.json").read_text())["killed_processes"] >= 1
+    state = attempt / "state"
+    assert (state / "processes_after_stop.txt").is_file(), list(state.iterdir())
+    for path in state.rglob("*"):
+        if path.is_file():
+            assert b"FORGED-7791" not in path.read_bytes(), f"forged state in {path}"
+    assert "4447" not in (state / "processes_after_stop.txt").read_text()

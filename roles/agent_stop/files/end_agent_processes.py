@@ -10,7 +10,9 @@ harness keeps that object on the controller, where the agent cannot rewrite it.
 cron files that are new or changed (removed), at jobs (removed), then every process, whatever
 its name, except this script's own ancestors (the harness's connection) and kernel threads.
 It repeats until a round finds nothing, so a process that forks while it is killed is caught.
-Prints one line per thing it ended."""
+Prints one line per thing it ended, its unprintable characters escaped: the names are the
+agent's, and a newline in one must not start a line of the harness's own (the stop stage tells
+its output's sections apart by marker lines)."""
 
 import hashlib
 import json
@@ -203,6 +205,10 @@ def end_processes(before: dict) -> tuple[list[str], bool]:
     return ended, False
 
 
+def printable(line: str) -> str:
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in line)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["baseline"]:
         print(json.dumps(baseline()))
@@ -214,7 +220,7 @@ def main(argv: list[str]) -> int:
     ended = end_scheduled(before)
     killed, settled = end_processes(before)
     for line in ended + killed:
-        print(line)
+        print(printable(line))
     if not settled:
         print(f"processes kept appearing after {ROUNDS} rounds", file=sys.stderr)
         return 1
