@@ -82,6 +82,7 @@ class UpperLayerWatch:
             found[upper.parent.name] = {
                 "holding": proc.stdout.splitlines(),
                 "grep_rc": proc.returncode,  # 1: searched, nothing found
+                "grep_errors": proc.stderr.splitlines()[:20],
                 "present": [p for p in PROBES if (upper / p).exists()],
             }
         return found
@@ -117,11 +118,22 @@ class UpperLayerWatch:
 
     def check(self, attempt: Path, holding: str = RUNBOOK_PATH) -> None:
         """The attempt's one machine was scanned, its layer held `holding` (the agent's work),
-        the search ran through (grep rc 1: nothing found) and no file held the needle."""
+        the search ran through (grep rc 1: nothing found; rc 2 only for files removed mid-scan) and
+        no file held the needle."""
         scan = self.scans.get(attempt)
         assert scan, f"no scan of the upper layer for {attempt}"
         assert len(scan) == 1 and all(holding in m["present"] for m in scan.values()), scan
-        assert all(m["grep_rc"] == 1 and not m["holding"] for m in scan.values()), scan
+        assert all(not m["holding"] for m in scan.values()), scan
+        # grep exits 2 when a file it listed is gone before it reads it: the verifier's scratch
+        # files come and go on the live machine during the scan (seen once in CI). Such a file
+        # was removed after the agent stopped, so the stopped agent's disk is still all read;
+        # any other error fails the check.
+        for machine in scan.values():
+            errors = machine["grep_errors"]
+            vanished = [e for e in errors if e.endswith("No such file or directory")]
+            assert machine["grep_rc"] == 1 or (
+                machine["grep_rc"] == 2 and errors and errors == vanished
+            ), scan
 
 
 def shell_solution() -> list[Reply]:
