@@ -125,7 +125,8 @@ class UpperLayerWatch:
         assert len(scan) == 1 and all(holding in m["present"] for m in scan.values()), scan
         assert all(not m["holding"] for m in scan.values()), scan
         # grep exits 2 when a file it listed is gone before it reads it: the verifier's scratch
-        # files come and go on the live machine during the scan (seen once in CI). Such a file
+        # files come and go on the live machine during the scan (the likely cause of an rc 2 seen
+        # once in CI, when the errors were not yet recorded). Such a file
         # was removed after the agent stopped, so the stopped agent's disk is still all read;
         # any other error fails the check.
         for machine in scan.values():
