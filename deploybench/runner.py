@@ -266,6 +266,9 @@ class Runner:
                         row = future.result()
                         passed += bool(row.get("passed"))
                         progress.update(bar, advance=1, passed=passed)
+                        # A line per attempt: the bar alone says nothing in a log file, where
+                        # a long run (a 40-minute build) would otherwise print only at its end.
+                        progress.console.print(finished_line(row), markup=False, highlight=False)
             except BaseException:
                 # Ctrl-C or a harness bug: stop the playbooks, let every worker destroy its
                 # machine, then sweep whatever a killed Terraform left behind.
@@ -286,6 +289,24 @@ class Runner:
                 deployments.destroy_folder(get_backend(backend_name), folder)
             except DeployBenchError:
                 continue
+
+
+def finished_line(row: dict[str, Any]) -> str:
+    """One attempt's outcome in a line: who, the verdict and where it failed, the times."""
+    who = f"{row['task_id']} {row['agent']} #{row['attempt']}"
+    if row["status"] != "completed":
+        return f"{who}: infrastructure error, retries exhausted (infra_errors.jsonl)"
+    verdict = (
+        "PASS"
+        if row["passed"]
+        else (f"FAIL at layer {row['failure_layer']} ({row['failure_category']})")
+    )
+    times = ", ".join(
+        f"{name} {row[key]:.0f} s"
+        for name, key in (("agent", "agent_seconds"), ("verifier", "verify_seconds"))
+        if isinstance(row.get(key), int | float)
+    )
+    return f"{who}: {verdict}" + (f"; {times}" if times else "")
 
 
 # What of a deployment is evidence of the attempt: how Terraform made and destroyed it.

@@ -56,6 +56,9 @@ def test_demo_reference_passes_nop_fails_overclaim_is_caught(root_host, runs, st
             assert row["passed"] is False, row
             assert row["failure_layer"] in (1, 2) and row["failure_category"], row
     for row in rows:
+        # Each attempt's outcome is a line of its own as it ends, also when stdout is a file.
+        verdict = "PASS" if row["passed"] else f"FAIL at layer {row['failure_layer']}"
+        assert f"{row['task_id']} {row['agent']} #1: {verdict}" in out, out
         if row["agent"] == "nop":
             assert row["runbook_status"] is None
         if row["agent"] == "overclaim":
