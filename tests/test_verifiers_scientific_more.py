@@ -1,10 +1,11 @@
 """Verifiers of seurat_cell21 and the other scientific tasks of issue C3 (TASKS below): their
 checks judged on recorded final states (tests/fixtures/verifier_states/<id>/{pass,untouched,
-shallow}/, each with a README saying how it was made: seurat's from real runs here, the others'
-pass states by hand), the machine side run on this host against cheating workdirs, and the shape
+shallow}/, each with a README saying how it was made: seurat's and gromacs's from real runs here,
+the others' pass states by hand), the machine side run on this host against cheating workdirs, and the shape
 of their reference roles."""
 
 import re
+import shutil
 
 import pytest
 import yaml
@@ -176,7 +177,7 @@ def test_gromacs_stub_binary_fails_on_this_host(tmp_path):
 
 def test_gromacs_judges_the_energy(tmp_path):
     hot = copy_state("gromacs_softwarex15", "pass", tmp_path / "hot")
-    edit(hot / "facts.txt", "potential_per_water: -40.705", "potential_per_water: -12.030")
+    edit(hot / "facts.txt", "potential_per_water: -40.994", "potential_per_water: -12.030")
     assert failed(judged("gromacs_softwarex15", hot)) == ["potential_per_water"]
     gpu = copy_state("gromacs_softwarex15", "pass", tmp_path / "gpu")
     edit(gpu / "version.txt", "GPU support:         disabled", "GPU support:         CUDA")
@@ -184,6 +185,25 @@ def test_gromacs_judges_the_energy(tmp_path):
     packaged = copy_state("gromacs_softwarex15", "pass", tmp_path / "packaged")
     edit(packaged / "version.txt", "GROMACS version:     2027.0-dev", "GROMACS version:     2022.5")
     assert failed(judged("gromacs_softwarex15", packaged)) == ["built_version"]
+
+
+@pytest.mark.slow
+def test_gromacs_experiment_with_a_real_gmx_judges_the_physics(tmp_path):
+    # Debian's gmx 2022.5 is a real GROMACS, not this commit's build: the experiment runs it
+    # end to end (solvate, minimisation, md, energy) under the trusted shell, and every check
+    # but the version passes. This is the physics path the hand-made pass state cannot test.
+    gmx = shutil.which("gmx")
+    assert gmx, "Debian's gromacs is a test dependency (.ci/apt-packages.txt)"
+    binary = tmp_path / "wd" / "install" / "bin" / "gmx"
+    binary.parent.mkdir(parents=True)
+    shutil.copy(gmx, binary)
+    verdict = run_experiment("gromacs_softwarex15", tmp_path / "wd", tmp_path / "logs")
+    assert failed(verdict["layer2"]["checks"]) == ["built_version"]
+    facts = dict(
+        line.split(": ", 1) for line in (tmp_path / "logs" / "facts.txt").read_text().splitlines()
+    )
+    assert 2.2 <= float(facts["edge_nm"]) <= 2.9
+    assert -44 < float(facts["potential_per_water"]) < -38, facts
 
 
 @pytest.mark.parametrize("task_id", TASKS)
