@@ -267,8 +267,11 @@ class Runner:
                         passed += bool(row.get("passed"))
                         progress.update(bar, advance=1, passed=passed)
                         # A line per attempt: the bar alone says nothing in a log file, where
-                        # a long run (a 40-minute build) would otherwise print only at its end.
-                        progress.console.print(finished_line(row), markup=False, highlight=False)
+                        # a long run (a 40-minute build) would otherwise print only at its end;
+                        # never wrapped, so a log keeps one line per attempt.
+                        progress.console.print(
+                            finished_line(row), markup=False, highlight=False, soft_wrap=True
+                        )
             except BaseException:
                 # Ctrl-C or a harness bug: stop the playbooks, let every worker destroy its
                 # machine, then sweep whatever a killed Terraform left behind.

@@ -1,8 +1,8 @@
 """Verifiers of seurat_cell21 and the other scientific tasks of issue C3 (TASKS below): their
 checks judged on recorded final states (tests/fixtures/verifier_states/<id>/{pass,untouched,
-shallow}/, each with a README saying how it was made: seurat's and gromacs's from real runs here,
-the others' pass states by hand), the machine side run on this host against cheating workdirs, and the shape
-of their reference roles."""
+shallow}/, each with a README saying how it was made: seurat's and gromacs's from real runs
+here, the others' pass states by hand), the machine side run on this host against cheating
+workdirs, and the shape of their reference roles."""
 
 import re
 import shutil
