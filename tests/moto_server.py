@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -63,51 +62,3 @@ def set_env(monkeypatch, url: str) -> None:
     monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-
-
-class SlowDescribe:
-    """A loopback proxy in front of moto that holds every DescribeInstances answer for `delay`
-    seconds. moto makes an instance `running` at once, so Terraform's apply ends a moment after
-    the instance appears; through this proxy it is still waiting on it for a few seconds, which
-    gives a test a window in which the apply is surely in progress."""
-
-    def __init__(self, upstream: str, delay: float) -> None:
-        import http.server
-        import threading
-
-        proxy = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if b"Action=DescribeInstances&" in body:
-                    proxy.held += 1
-                    time.sleep(delay)
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
-                request = urllib.request.Request(
-                    upstream + self.path, data=body, headers=headers, method="POST"
-                )
-                try:
-                    answer = urllib.request.urlopen(request, timeout=60)
-                except urllib.error.HTTPError as error:
-                    answer = error
-                data = answer.read()
-                self.send_response(answer.status)
-                for key, value in answer.headers.items():
-                    if key.lower() not in ("content-length", "transfer-encoding", "connection"):
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.held = 0
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
