@@ -235,6 +235,10 @@ def test_ctrl_c_during_provision_leaves_nothing(aws, state_home):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # As in a terminal's foreground job. A shell starts a background job (`cmd &`) with
+        # SIGINT ignored, the child inherits that, and the interrupt below would do nothing:
+        # CI launched that way failed here twice with exit code 0.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while not _instances(ec2, owner) and time.monotonic() < deadline:
