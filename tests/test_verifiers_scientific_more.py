@@ -198,12 +198,8 @@ def test_gromacs_experiment_with_a_real_gmx_judges_the_physics(tmp_path):
     binary.parent.mkdir(parents=True)
     shutil.copy(gmx, binary)
     verdict = run_experiment("gromacs_softwarex15", tmp_path / "wd", tmp_path / "logs")
+    # potential_per_water among the passing checks: the energy is in checks.yaml's band.
     assert failed(verdict["layer2"]["checks"]) == ["built_version"]
-    facts = dict(
-        line.split(": ", 1) for line in (tmp_path / "logs" / "facts.txt").read_text().splitlines()
-    )
-    assert 2.2 <= float(facts["edge_nm"]) <= 2.9
-    assert -44 < float(facts["potential_per_water"]) < -38, facts
 
 
 @pytest.mark.parametrize("task_id", TASKS)
