@@ -4,11 +4,12 @@ when used, so `deploybench --help` stays fast and one broken area cannot break t
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 import click
 
-from deploybench.errors import DeployBenchError
+from deploybench.errors import DeployBenchError, Stopped
 
 # name -> "module:attribute"; each module holds thin click wrappers over plain functions.
 SUBCOMMANDS = {
@@ -79,7 +80,15 @@ def main() -> None:
     except DeployBenchError as exc:
         click.echo(f"deploybench: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__cause__, Stopped):
+            name = signal.Signals(exc.__cause__.signum).name
+            click.echo(
+                f"deploybench: stopped by {name}: the running attempts were cancelled and their "
+                "machines destroyed; --resume continues the run",
+                err=True,
+            )
+            sys.exit(128 + exc.__cause__.signum)
         click.echo("deploybench: aborted", err=True)
         sys.exit(130)
     except click.UsageError as exc:

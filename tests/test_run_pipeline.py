@@ -207,6 +207,46 @@ def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(root_host, r
     assert str(run_dir) not in leftovers.stdout, "a killed run's playbook is still running"
 
 
+def test_sigterm_mid_agent_cancels_the_attempt_and_leaves_no_machine(
+    root_host, runs, tmp_path, state_home
+):
+    # `kill`, `timeout` and schedulers stop with SIGTERM, sent to the controller alone: by
+    # default Python dies at once and the machine and its playbook (in a session of its own)
+    # go on running. It must take the Ctrl-C path instead.
+    config = tmp_path / "agents.yaml"
+    config.write_text(json.dumps({"stuck": {"command": "sleep 900"}}))
+    args = ["run", "--agent", "stuck", "--agent-config", config, "--tasks", TASK]
+    proc = subprocess.Popen(
+        [*DEPLOYBENCH, *args, "--run-id", "terminated"],
+        cwd=REPO,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    run_dir = runs / "terminated"
+
+    def agent_running() -> bool:  # the machine's processes are the host's to see
+        ps = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True)
+        return "sleep 900" in ps.stdout.splitlines()
+
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and not agent_running():
+        time.sleep(0.5)
+    assert agent_running(), "the agent never started"
+    assert machine_processes(state_home)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, out
+    assert "stopped by SIGTERM" in out
+    assert not machine_processes(state_home), "SIGTERM left a machine behind"
+    leftovers = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True)
+    assert str(run_dir) not in leftovers.stdout, "SIGTERM left the attempt's playbook running"
+    # Cancelled, not failed: nothing is recorded against the agent or the infrastructure.
+    assert results(run_dir) == []
+    assert not (run_dir / "infra_errors.jsonl").exists()
+
+
 def test_bad_run_input_is_one_line(runs):
     proc = run_cli("run", "--agent", "nop", "--tasks", "no_such_task", check=False)
     assert proc.returncode != 0 and "unknown task(s): no_such_task" in proc.stderr
