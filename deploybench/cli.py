@@ -9,7 +9,8 @@ import sys
 
 import click
 
-from deploybench.errors import DeployBenchError, Stopped
+from deploybench.errors import DeployBenchError
+from deploybench.signals import Stopped, as_interrupt
 
 # name -> "module:attribute"; each module holds thin click wrappers over plain functions.
 SUBCOMMANDS = {
@@ -76,19 +77,17 @@ def cli() -> None:
 
 def main() -> None:
     try:
-        cli.main(standalone_mode=False)
+        with as_interrupt():
+            cli.main(standalone_mode=False)
     except DeployBenchError as exc:
         click.echo(f"deploybench: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort as exc:
-        if isinstance(exc.__cause__, Stopped):
-            name = signal.Signals(exc.__cause__.signum).name
-            click.echo(
-                f"deploybench: stopped by {name}: the running attempts were cancelled and their "
-                "machines destroyed; --resume continues the run",
-                err=True,
-            )
-            sys.exit(128 + exc.__cause__.signum)
+    except (click.exceptions.Abort, Stopped) as exc:
+        stopped = exc if isinstance(exc, Stopped) else exc.__cause__
+        if isinstance(stopped, Stopped):
+            name = signal.Signals(stopped.signum).name
+            click.echo(f"deploybench: stopped by {name} (cleaned up as for Ctrl-C)", err=True)
+            sys.exit(128 + stopped.signum)
         click.echo("deploybench: aborted", err=True)
         sys.exit(130)
     except click.UsageError as exc:

@@ -13,13 +13,3 @@ class InfraError(DeployBenchError):
     Never counted against an agent: the runner records it as `infra_error` and retries."""
 
     exit_code = 3
-
-
-class Stopped(KeyboardInterrupt):
-    """A stop signal (SIGTERM from `kill`, `timeout` or a scheduler; SIGHUP from a closed
-    terminal) taken as Ctrl-C is: every attempt is cancelled and its machine destroyed before
-    the command exits, with 128 + the signal's number."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum

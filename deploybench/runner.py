@@ -36,7 +36,7 @@ from deploybench import (
 )
 from deploybench.agents import AgentSpec
 from deploybench.backends import Backend, MachineRequest, get_backend
-from deploybench.errors import DeployBenchError, InfraError, Stopped
+from deploybench.errors import DeployBenchError, InfraError
 from deploybench.paths import PLAYBOOKS_DIR
 from deploybench.runfolder import ResultsStore
 
@@ -232,10 +232,6 @@ class Runner:
         ]
 
     def run(self) -> list[dict[str, Any]]:
-        with _stop_signals_as_interrupt():
-            return self._run()
-
-    def _run(self) -> list[dict[str, Any]]:
         # A controller killed outright (no chance to clean up) leaves machines whose state is
         # in the run folder: destroy them before their attempts are tried again.
         self.cleanup()
@@ -325,39 +321,6 @@ def _keep_deployment_evidence(deployment: Path, dest: Path) -> None:
     for name in _DEPLOYMENT_EVIDENCE:
         if (deployment / name).is_file():
             shutil.copyfile(deployment / name, dest / name)
-
-
-# What ends a controller short of SIGKILL, besides Ctrl-C: `kill`, `timeout`, a scheduler's stop
-# (SIGTERM) and a closed terminal or SSH session (SIGHUP). Python's default for both is to die
-# at once, leaving the attempts' machines running and their playbooks (in sessions of their own)
-# going on.
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-
-
-@contextlib.contextmanager
-def _stop_signals_as_interrupt():
-    """Inside, a stop signal takes the Ctrl-C path (cancel, destroy every machine, sweep) as
-    errors.Stopped; a repeat of it is ignored so that clean-up can finish. A signal the
-    controller was started with ignored (nohup) stays ignored; off the main thread (a
-    library caller's worker) nothing is changed."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, _frame: Any) -> None:
-        for sig in _STOP_SIGNALS:
-            signal.signal(sig, signal.SIG_IGN)
-        raise Stopped(signum)
-
-    before = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
-    for sig, handler in before.items():
-        if handler == signal.SIG_DFL:
-            signal.signal(sig, stop)
-    try:
-        yield
-    finally:
-        for sig, handler in before.items():
-            signal.signal(sig, handler)
 
 
 def _end_orphans(run_dir: Path) -> None:

@@ -1,3 +1,4 @@
+import json
 import os
 import shutil
 import subprocess
@@ -70,6 +71,26 @@ def runs(tmp_path, monkeypatch, state_home):
     folder = tmp_path / "runs"
     monkeypatch.setenv("DEPLOYBENCH_RUNS", str(folder))
     return folder
+
+
+def start_run(*args, quiet: bool = False) -> subprocess.Popen:
+    """A `deploybench` command in a session of its own, to be signalled or killed mid-run; its
+    output (stdout and stderr in one) is read from the process unless `quiet`."""
+    out = subprocess.DEVNULL if quiet else subprocess.PIPE
+    return subprocess.Popen(
+        [*DEPLOYBENCH, *args],
+        cwd=REPO,
+        start_new_session=True,
+        stdout=out,
+        stderr=subprocess.DEVNULL if quiet else subprocess.STDOUT,
+        text=True,
+    )
+
+
+def run_results(run_dir: Path) -> list[dict]:
+    """The rows of a run's results.jsonl (none before its first attempt ends)."""
+    path = run_dir / "results.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 def machine_processes(state_home: Path) -> list[str]:

@@ -5,32 +5,16 @@ attempt exactly once with the run's own options."""
 import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import DEPLOYBENCH, REPO, machine_processes, run_cli
+from tests.conftest import machine_processes, run_cli, run_results, start_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.privileged]
 
 TASK = "legacycalc_demo24"
-
-
-def results(run_dir: Path) -> list[dict]:
-    path = run_dir / "results.jsonl"
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
-
-
-def _start(*args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [*DEPLOYBENCH, *args],
-        cwd=REPO,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
 
 
 def _wait_for(condition, what: str, seconds: float = 300) -> None:
@@ -81,21 +65,21 @@ KILL_POINTS = [
 @pytest.mark.parametrize("name,point,group", KILL_POINTS, ids=[k[0] for k in KILL_POINTS])
 def test_sigkill_during_provisioning_then_resume(name, point, group, root_host, runs, state_home):
     args = ["run", "--agent", "nop", "--tasks", TASK, "--attempts", "2", "--agent-seconds", "20"]
-    proc = _start(*args, "--run-id", name)
+    proc = start_run(*args, "--run-id", name, quiet=True)
     _wait_for(lambda: point(state_home), name)
     if group:
         os.killpg(proc.pid, signal.SIGKILL)
     else:
         os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
-    assert results(runs / name) == []
+    assert run_results(runs / name) == []
     # Whatever the killed controller left is recorded, and a machine it started is listed.
     assert _deployments(state_home), "the killed attempt's deployment was not recorded"
     if point is _up:
         assert json.loads(run_cli("machines", "--json").stdout), "a live machine is not listed"
 
     run_cli("run", "--run-id", name, "--resume", timeout=900)
-    rows = results(runs / name)
+    rows = run_results(runs / name)
     assert sorted(r["attempt"] for r in rows) == [1, 2], rows
     assert all(r["status"] == "completed" for r in rows), rows
     _nothing_left(state_home)
@@ -107,12 +91,12 @@ def test_resume_restores_the_runs_options(root_host, runs, state_home, tmp_path)
     config = tmp_path / "agents.yaml"
     config.write_text(json.dumps({"stuck": {"command": "sleep 3600"}}))
     args = ["--agent", "stuck", "--agent-config", str(config), "--tasks", TASK]
-    proc = _start(
+    proc = start_run(
         "run", *args, "--attempts", "2", "--agent-seconds", "3", "--image", "debian12",
-        "--run-id", "opts",
+        "--run-id", "opts", quiet=True,
     )  # fmt: skip
     run_dir = runs / "opts"
-    _wait_for(lambda: len(results(run_dir)) >= 1, "the first attempt")
+    _wait_for(lambda: len(run_results(run_dir)) >= 1, "the first attempt")
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     config.unlink()  # the specs are the run's, not the file's
@@ -122,7 +106,7 @@ def test_resume_restores_the_runs_options(root_host, runs, state_home, tmp_path)
     assert proc.returncode != 0 and "--attempts 3 differs from the run's 2" in proc.stderr
     assert "Traceback" not in proc.stderr
     run_cli("run", "--run-id", "opts", "--resume", timeout=900)
-    rows = results(run_dir)
+    rows = run_results(run_dir)
     assert sorted(r["attempt"] for r in rows) == [1, 2], rows
     for row in rows:
         assert row["status"] == "completed" and row["stop_type"] == "timeout", row

@@ -8,23 +8,17 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 
 from deploybench.catalog import load_tasks
 from deploybench.local.machine import machines_dir
-from tests.conftest import DEPLOYBENCH, REPO, machine_processes, run_cli
+from tests.conftest import REPO, machine_processes, run_cli, run_results, start_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.privileged]
 
 TASK = "legacycalc_demo24"
-
-
-def results(run_dir: Path) -> list[dict]:
-    path = run_dir / "results.jsonl"
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 def test_demo_reference_passes_nop_fails_overclaim_is_caught(root_host, runs, state_home):
@@ -41,7 +35,7 @@ def test_demo_reference_passes_nop_fails_overclaim_is_caught(root_host, runs, st
         timeout=1200,
     ).stdout
     assert "SUCCESS (overclaim)" in out
-    rows = results(runs / "demo")
+    rows = run_results(runs / "demo")
     demos = sorted(t for t, d in load_tasks().items() if d.get("demo"))
     assert len(demos) >= 3
     assert sorted((r["task_id"], r["agent"]) for r in rows) == sorted(
@@ -111,7 +105,7 @@ def test_nothing_hidden_is_on_the_machine_while_the_agent_runs(root_host, runs, 
     found = log.split("PROBE-BEGIN", 1)[1].split("PROBE-END", 1)[0].strip()
     assert found == "", f"hidden files visible to the agent:\n{found}"
     assert "REACHABLE" not in log
-    (row,) = results(runs / "probe")
+    (row,) = run_results(runs / "probe")
     assert row["status"] == "completed" and row["passed"] is False
 
 
@@ -139,7 +133,7 @@ def test_a_machine_that_dies_is_an_infra_error_retried_once(root_host, runs, tmp
     )
     watcher.join()
     assert killed
-    rows = results(runs / "dies")
+    rows = run_results(runs / "dies")
     assert len(rows) == 1 and rows[0]["status"] == "completed"
     infra = (runs / "dies" / "infra_errors.jsonl").read_text().splitlines()
     assert len(infra) == 1 and json.loads(infra[0])["try"] == 1
@@ -158,36 +152,22 @@ def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(root_host, r
         "--run-id",
         "resumable",
     ]
-    proc = subprocess.Popen(
-        [*DEPLOYBENCH, *args],
-        cwd=REPO,
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = start_run(*args)
     run_dir = runs / "resumable"
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and len(results(run_dir)) < 1:
+    while time.monotonic() < deadline and len(run_results(run_dir)) < 1:
         time.sleep(0.5)
-    assert results(run_dir), "no attempt finished in time"
+    assert run_results(run_dir), "no attempt finished in time"
     time.sleep(2)  # the next attempt is now mid-flight
     os.killpg(proc.pid, signal.SIGINT)
     proc.wait(timeout=120)
     assert proc.returncode != 0
     assert not machine_processes(state_home), "Ctrl-C left a machine behind"
-    before = len(results(run_dir))
+    before = len(run_results(run_dir))
     assert before < 4
 
     # Then the controller is killed outright mid-attempt: no clean-up can run.
-    proc = subprocess.Popen(
-        [*DEPLOYBENCH, *args, "--resume"],
-        cwd=REPO,
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = start_run(*args, "--resume")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not machine_processes(state_home):
         time.sleep(0.2)
@@ -198,7 +178,7 @@ def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(root_host, r
     assert machine_processes(state_home), "the machine should outlive a killed controller"
 
     run_cli(*args, "--resume")
-    rows = results(run_dir)
+    rows = run_results(run_dir)
     keys = [(r["task_id"], r["agent"], r["attempt"]) for r in rows]
     assert len(keys) == 4 and len(set(keys)) == 4
     assert all(r["status"] == "completed" for r in rows)
@@ -216,14 +196,7 @@ def test_sigterm_mid_agent_cancels_the_attempt_and_leaves_no_machine(
     config = tmp_path / "agents.yaml"
     config.write_text(json.dumps({"stuck": {"command": "sleep 900"}}))
     args = ["run", "--agent", "stuck", "--agent-config", config, "--tasks", TASK]
-    proc = subprocess.Popen(
-        [*DEPLOYBENCH, *args, "--run-id", "terminated"],
-        cwd=REPO,
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = start_run(*args, "--run-id", "terminated")
     run_dir = runs / "terminated"
 
     def agent_running() -> bool:  # the machine's processes are the host's to see
@@ -243,7 +216,7 @@ def test_sigterm_mid_agent_cancels_the_attempt_and_leaves_no_machine(
     leftovers = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True)
     assert str(run_dir) not in leftovers.stdout, "SIGTERM left the attempt's playbook running"
     # Cancelled, not failed: nothing is recorded against the agent or the infrastructure.
-    assert results(run_dir) == []
+    assert run_results(run_dir) == []
     assert not (run_dir / "infra_errors.jsonl").exists()
 
 
@@ -286,7 +259,7 @@ def test_budget_and_step_limit_end_a_command_agent(root_host, runs, tmp_path, st
         "--run-id",
         "limits",
     )
-    rows = {r["agent"]: r for r in results(runs / "limits")}
+    rows = {r["agent"]: r for r in run_results(runs / "limits")}
     assert rows["stuck"]["stop_type"] == "timeout"
     assert 5 <= rows["stuck"]["agent_seconds"] < 30
     stuck = runs / "limits" / TASK / "stuck" / "1"
@@ -333,7 +306,7 @@ def test_a_verifier_that_overruns_its_budget_is_a_verifier_timeout(root_host, ru
         env={"DEPLOYBENCH_REPO": str(repo)},
         timeout=400,
     )
-    (row,) = results(runs / "slow")
+    (row,) = run_results(runs / "slow")
     assert row["status"] == "completed" and row["passed"] is False
     assert (row["failure_layer"], row["failure_category"]) == (2, "verifier_timeout")
     assert 60 <= row["verify_seconds"] < 120

@@ -1,13 +1,12 @@
-"""A stop signal takes the Ctrl-C path of `deploybench run` (tests/test_run_pipeline.py runs it
-for real); here, what the handler does with the signals around it."""
+"""A stop signal takes the Ctrl-C path of every command (tests/test_run_pipeline.py sends SIGTERM
+to a real run mid-agent); here, what the handler does with the signals around it."""
 
 import os
 import signal
 
 import pytest
 
-from deploybench.errors import Stopped
-from deploybench.runner import _stop_signals_as_interrupt
+from deploybench.signals import Stopped, as_interrupt
 
 
 @pytest.fixture
@@ -22,7 +21,7 @@ def restore_signals():
 def test_a_stop_signal_is_raised_once_then_ignored_during_clean_up(sig, restore_signals):
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    with pytest.raises(Stopped) as stopped, _stop_signals_as_interrupt():
+    with pytest.raises(Stopped) as stopped, as_interrupt():
         try:
             os.kill(os.getpid(), sig)
         finally:
@@ -38,7 +37,7 @@ def test_a_signal_the_controller_was_started_ignoring_stays_ignored(restore_sign
     # `nohup deploybench run ...`: a closed terminal must not stop the run.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    with _stop_signals_as_interrupt():
+    with as_interrupt():
         assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
         os.kill(os.getpid(), signal.SIGHUP)
         assert callable(signal.getsignal(signal.SIGTERM))
