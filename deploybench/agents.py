@@ -32,6 +32,9 @@ class AgentSpec:
     model: str | None = None
     command_line: str = ""
     install: str = ""
+    # The install runs before the budget, so the budget cannot end a hung one (a package index
+    # that stops answering): this limit does, as an infrastructure error, retried.
+    install_seconds: int = 1800
     max_steps: int = 0
     converter: str = "contract5"
     # An OpenAI-compatible endpoint, for {llm_base_url} in the command.
@@ -49,6 +52,7 @@ class AgentSpec:
             "agent": "command",
             "agent_command_line": Unsafe(self.command_line),
             "agent_command_install": Unsafe(self.install),
+            "agent_command_install_seconds": self.install_seconds,
             "agent_command_model": Unsafe(self.model or ""),
             "agent_command_max_steps": self.max_steps,
             "agent_command_base_url": Unsafe(self.base_url),
@@ -79,7 +83,8 @@ def spec_problems(specs: Any, where: str) -> list[str]:
 
 def load_agent(name: str, config: Path | None = None, llm_base_url: str | None = None) -> AgentSpec:
     """A built-in agent by name, or a command agent from a YAML file of agent specs
-    (agents/schema.json): {name: {command: "...", install: "...", model: ..., max_steps: N,
+    (agents/schema.json): {name: {command: "...", install: "...", install_seconds: N, model: ...,
+    max_steps: N,
     converter: ..., base_url: ..., env_from_controller: [OPENAI_API_KEY]}}; `llm_base_url`
     overrides base_url. The whole file is checked before any machine is made."""
     if name in BUILTIN_KINDS:
@@ -102,6 +107,7 @@ def load_agent(name: str, config: Path | None = None, llm_base_url: str | None =
         model=spec.get("model"),
         command_line=spec["command"],
         install=spec.get("install", ""),
+        install_seconds=spec.get("install_seconds", AgentSpec.install_seconds),
         max_steps=spec.get("max_steps", 0),
         converter=spec.get("converter", "contract5"),
         base_url=llm_base_url or spec.get("base_url") or "",

@@ -38,6 +38,10 @@ BAD_SPECS = [
         json.dumps({"a": {"command": "true", "env_from_controller": "OPENAI_API_KEY"}}).encode(),
         ["a/env_from_controller", "not of type 'array'"],
     ),
+    (
+        json.dumps({"a": {"command": "true", "install_seconds": 0}}).encode(),
+        ["a/install_seconds", "less than the minimum of 1"],
+    ),
     (json.dumps({"a": {"command": 5}}).encode(), ["a/command", "not of type 'string'"]),
     (json.dumps({"a": ["command", "true"]}).encode(), ["field a", "not of type 'object'"]),
     (json.dumps([{"a": GOOD}]).encode(), ["(top level)", "not of type 'object'"]),

@@ -220,6 +220,33 @@ def test_sigterm_mid_agent_cancels_the_attempt_and_leaves_no_machine(
     assert not (run_dir / "infra_errors.jsonl").exists()
 
 
+def test_a_hung_agent_install_is_an_infra_error_and_leaves_no_machine(
+    root_host, runs, tmp_path, state_home
+):
+    # The install runs before the agent's budget: only its own limit can end one that hangs.
+    config = tmp_path / "agents.yaml"
+    config.write_text(
+        json.dumps({"hangs": {"command": "true", "install": "sleep 900", "install_seconds": 3}})
+    )
+    started = time.monotonic()
+    run_cli(
+        "run", "--agent", "hangs", "--agent-config", config, "--tasks", TASK, "--run-id", "hung"
+    )
+    assert time.monotonic() - started < 240
+    rows = run_results(runs / "hung")
+    assert [r["status"] for r in rows] == ["infra_error"]  # never counted against the agent
+    tries = (runs / "hung" / "infra_errors.jsonl").read_text().splitlines()
+    assert len(tries) == 3  # tried again twice, on fresh machines
+    for line in tries:
+        reason = json.loads(line)["reason"]
+        assert "Install the agent's own scaffold" in reason and "Timed out after 3 s" in reason, (
+            reason
+        )
+    assert not machine_processes(state_home)
+    ps = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True).stdout
+    assert "sleep 900" not in ps.splitlines()
+
+
 def test_bad_run_input_is_one_line(runs):
     proc = run_cli("run", "--agent", "nop", "--tasks", "no_such_task", check=False)
     assert proc.returncode != 0 and "unknown task(s): no_such_task" in proc.stderr
