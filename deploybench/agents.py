@@ -84,9 +84,8 @@ def spec_problems(specs: Any, where: str) -> list[str]:
 def load_agent(name: str, config: Path | None = None, llm_base_url: str | None = None) -> AgentSpec:
     """A built-in agent by name, or a command agent from a YAML file of agent specs
     (agents/schema.json): {name: {command: "...", install: "...", install_seconds: N, model: ...,
-    max_steps: N,
-    converter: ..., base_url: ..., env_from_controller: [OPENAI_API_KEY]}}; `llm_base_url`
-    overrides base_url. The whole file is checked before any machine is made."""
+    max_steps: N, converter: ..., base_url: ..., env_from_controller: [OPENAI_API_KEY]}};
+    `llm_base_url` overrides base_url. The whole file is checked before any machine is made."""
     if name in BUILTIN_KINDS:
         return AgentSpec(name=name, kind=BUILTIN_KINDS[name])
     if config is None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,10 +26,7 @@ class Stopped(KeyboardInterrupt):
 def as_interrupt() -> Iterator[None]:
     """Inside, the first stop signal raises Stopped; later ones are ignored, so that clean-up
     can finish (SIGKILL still ends it). A signal the command was started with ignored (nohup)
-    stays ignored; off the main thread nothing is changed."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    stays ignored. Entered by cli.main, in the main thread, where Python runs handlers."""
 
     def stop(signum: int, _frame: Any) -> None:
         for sig in STOP_SIGNALS:

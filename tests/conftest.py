@@ -93,10 +93,15 @@ def run_results(run_dir: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
+def host_processes() -> list[str]:
+    """The command line of every process on the host, the local machines' own included."""
+    out = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True).stdout
+    return out.splitlines()
+
+
 def machine_processes(state_home: Path) -> list[str]:
     """Processes of machines kept under state_home (their command lines name it)."""
-    out = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if str(state_home) in line]
+    return [line for line in host_processes() if str(state_home) in line]
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import threading
 import time
 
@@ -14,7 +13,14 @@ import yaml
 
 from deploybench.catalog import load_tasks
 from deploybench.local.machine import machines_dir
-from tests.conftest import REPO, machine_processes, run_cli, run_results, start_run
+from tests.conftest import (
+    REPO,
+    host_processes,
+    machine_processes,
+    run_cli,
+    run_results,
+    start_run,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.privileged]
 
@@ -183,8 +189,7 @@ def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(root_host, r
     assert len(keys) == 4 and len(set(keys)) == 4
     assert all(r["status"] == "completed" for r in rows)
     assert not machine_processes(state_home), "the killed run's machine was not destroyed"
-    leftovers = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True)
-    assert str(run_dir) not in leftovers.stdout, "a killed run's playbook is still running"
+    assert not [p for p in host_processes() if str(run_dir) in p], "a killed run's playbook runs"
 
 
 def test_sigterm_mid_agent_cancels_the_attempt_and_leaves_no_machine(
@@ -199,22 +204,17 @@ def test_sigterm_mid_agent_cancels_the_attempt_and_leaves_no_machine(
     proc = start_run(*args, "--run-id", "terminated")
     run_dir = runs / "terminated"
 
-    def agent_running() -> bool:  # the machine's processes are the host's to see
-        ps = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True)
-        return "sleep 900" in ps.stdout.splitlines()
-
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and not agent_running():
+    while time.monotonic() < deadline and "sleep 900" not in host_processes():
         time.sleep(0.5)
-    assert agent_running(), "the agent never started"
+    assert "sleep 900" in host_processes(), "the agent never started"
     assert machine_processes(state_home)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, out
     assert "stopped by SIGTERM" in out
     assert not machine_processes(state_home), "SIGTERM left a machine behind"
-    leftovers = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True)
-    assert str(run_dir) not in leftovers.stdout, "SIGTERM left the attempt's playbook running"
+    assert not [p for p in host_processes() if str(run_dir) in p], "SIGTERM left its playbook"
     # Cancelled, not failed: nothing is recorded against the agent or the infrastructure.
     assert run_results(run_dir) == []
     assert not (run_dir / "infra_errors.jsonl").exists()
@@ -243,8 +243,7 @@ def test_a_hung_agent_install_is_an_infra_error_and_leaves_no_machine(
             reason
         )
     assert not machine_processes(state_home)
-    ps = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True).stdout
-    assert "sleep 900" not in ps.splitlines()
+    assert "sleep 900" not in host_processes()
 
 
 def test_bad_run_input_is_one_line(runs):
