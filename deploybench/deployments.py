@@ -68,18 +68,41 @@ def destroy_folder(backend: Backend, folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+# What of a deployment is evidence: how Terraform made and destroyed it.
+EVIDENCE = ("deployment.json", "terraform.log", "terraform.tfstate", "machines.json")
+
+
+def keep_evidence(folder: Path, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in EVIDENCE:
+        if (folder / name).is_file():
+            shutil.copyfile(folder / name, dest / name)
+
+
+def failed_dir() -> Path:
+    """Where the evidence of a deployment that failed to come up is kept (its own folder goes
+    with the destroy, and with it the Terraform log an error points at)."""
+    return state_home() / "failed-deployments"
+
+
 def provision(backend_name: str, request: MachineRequest) -> tuple[Path, dict]:
-    """Make the machines; on any failure destroy what was made, so nothing is left half-made."""
+    """Make the machines; on any failure destroy what was made, so nothing is left half-made,
+    and keep the deployment's evidence in failed_dir(), which the error then names."""
     backend = get_backend(backend_name)
     backend.check(request)
     folder = open_for(request)
     try:
         machines = backend.provision(request, folder)
-    except BaseException:
+    except BaseException as exc:
+        kept = failed_dir() / folder.name
         try:
             backend.destroy(folder)
         finally:
+            keep_evidence(folder, kept)
             shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(exc, DeployBenchError):
+            message = str(exc).replace(str(folder), str(kept))
+            raise type(exc)(f"{message} (evidence kept in {kept})") from exc
         raise
     return folder, machines
 

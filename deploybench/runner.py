@@ -127,7 +127,7 @@ class Runner:
             try:
                 self.o.backend.destroy(deployment)
             finally:
-                _keep_deployment_evidence(deployment, folder / runfolder.MACHINE_DIR)
+                deployments.keep_evidence(deployment, folder / runfolder.MACHINE_DIR)
             shutil.rmtree(deployment, ignore_errors=True)
         if self.cancelled.is_set():
             raise KeyboardInterrupt
@@ -310,17 +310,6 @@ def finished_line(row: dict[str, Any]) -> str:
         if isinstance(row.get(key), int | float)
     )
     return f"{who}: {verdict}" + (f"; {times}" if times else "")
-
-
-# What of a deployment is evidence of the attempt: how Terraform made and destroyed it.
-_DEPLOYMENT_EVIDENCE = ("deployment.json", "terraform.log", "terraform.tfstate", "machines.json")
-
-
-def _keep_deployment_evidence(deployment: Path, dest: Path) -> None:
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in _DEPLOYMENT_EVIDENCE:
-        if (deployment / name).is_file():
-            shutil.copyfile(deployment / name, dest / name)
 
 
 def _end_orphans(run_dir: Path) -> None:

@@ -1,14 +1,18 @@
 """The one module that drives Terraform (through python-terraform).
 
 Every deployment is a Terraform root configuration (terraform/envs/<backend>) applied with its
-own state file and its own data folder, so deployments never share state and many can be
-applied at once."""
+own state file, so deployments never share state and many can be applied at once. What `init`
+makes (the data folder: module paths, provider links) depends only on the configuration, so it
+is made once per configuration and Terraform version and shared read-only by every deployment
+of it, instead of an init per attempt taken in turns under a lock."""
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -49,6 +53,37 @@ def plugin_cache_dir() -> Path:
     return Path(os.environ.get("TF_PLUGIN_CACHE_DIR") or state_home() / "terraform-plugin-cache")
 
 
+_LOCAL_MODULE = re.compile(r'^\s*source\s*=\s*"(\.{1,2}/[^"]+)"', re.MULTILINE)
+
+
+def _config_dirs(root: Path) -> list[Path]:
+    """The root and every local module it uses, however deep."""
+    seen: list[Path] = []
+    todo = [root.resolve()]
+    while todo:
+        folder = todo.pop()
+        if folder in seen or not folder.is_dir():
+            continue
+        seen.append(folder)
+        for tf in folder.glob("*.tf"):
+            todo += [(folder / src).resolve() for src in _LOCAL_MODULE.findall(tf.read_text())]
+    return seen
+
+
+def shared_data_dir(env_dir: Path) -> Path:
+    """The data folder `init` makes for this configuration: named by a digest of every
+    Terraform file of the root and its local modules, the Terraform binary and the provider
+    mirror, so a change to any of them gets a fresh init and a stale one is never used."""
+    digest = hashlib.sha256()
+    for folder in sorted(_config_dirs(Path(env_dir))):
+        for tf in sorted([*folder.glob("*.tf"), *folder.glob("*.tf.json")]):
+            digest.update(str(tf).encode() + b"\0" + tf.read_bytes() + b"\0")
+    binary = Path(terraform_binary())
+    stat = binary.stat()
+    digest.update(f"{binary}:{stat.st_size}:{stat.st_mtime_ns}:{plugin_dir()}".encode())
+    return state_home() / "terraform-data" / f"{Path(env_dir).name}-{digest.hexdigest()[:16]}"
+
+
 class Deployment:
     """One Terraform root applied into one folder: state, data dir and logs live there."""
 
@@ -58,12 +93,12 @@ class Deployment:
         self.state_file = self.folder / "terraform.tfstate"
         self.var_file = self.folder / "deployment.tfvars.json"
 
-    def _run(self, cmd: str, *args: str, **kwargs: Any) -> str:
+    def _run(self, cmd: str, *args: str, data_dir: Path | None = None, **kwargs: Any) -> str:
         self.folder.mkdir(parents=True, exist_ok=True)
         tf = Terraform(working_dir=str(self.env_dir), terraform_bin_path=terraform_binary())
         env = {
             **os.environ,
-            "TF_DATA_DIR": str(self.folder / ".terraform"),
+            "TF_DATA_DIR": str(data_dir or shared_data_dir(self.env_dir)),
             "TF_IN_AUTOMATION": "1",
         }
         if not Path(env.get("TF_CLI_CONFIG_FILE", "/")).is_file():
@@ -73,7 +108,7 @@ class Deployment:
         Path(plugin_cache_dir()).mkdir(parents=True, exist_ok=True)
         env.setdefault("TF_PLUGIN_CACHE_DIR", str(plugin_cache_dir()))
         # python-terraform builds the command line; we spawn it ourselves because its cmd()
-        # reads os.environ, and parallel deployments each need their own TF_DATA_DIR.
+        # reads os.environ, and each run needs its own environment.
         argv = tf.generate_cmd_string(cmd, *args, **kwargs)
         proc = subprocess.Popen(
             argv,
@@ -109,18 +144,26 @@ class Deployment:
         return out
 
     def init(self) -> None:
-        if (self.folder / ".terraform").is_dir():
+        """Make the configuration's shared data folder unless it is there. It is made under a
+        temporary name and renamed when init succeeded, so a deployment sees a whole one or
+        none; its log goes to the deployment that happened to make it."""
+        shared = shared_data_dir(self.env_dir)
+        if shared.is_dir():
             return
         kwargs: dict[str, Any] = {"input": False, "no_color": IsFlagged}
         pdir = plugin_dir()
         if pdir:
             kwargs["plugin_dir"] = pdir
-        # Terraform's plugin cache is not safe for concurrent installs: parallel attempts take
-        # turns at init (a second or two each); apply and destroy still run in parallel.
-        state_home().mkdir(parents=True, exist_ok=True)
+        # Terraform's plugin cache is not safe for concurrent installs: inits take turns.
+        shared.parent.mkdir(parents=True, exist_ok=True)
         with open(state_home() / "terraform-init.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            self._run("init", **kwargs)
+            if shared.is_dir():
+                return
+            making = shared.with_name(f"{shared.name}.making")
+            shutil.rmtree(making, ignore_errors=True)
+            self._run("init", data_dir=making, **kwargs)
+            making.rename(shared)
 
     def apply(self, variables: dict[str, Any], attempts: int = 1) -> dict[str, Any]:
         """Apply the root; with attempts > 1 a failed apply is run again from its state.
@@ -130,6 +173,7 @@ class Deployment:
         what the failed apply made, so a second apply finishes the job and replaces what was
         left half-made (tainted)."""
         self.init()
+        self.folder.mkdir(parents=True, exist_ok=True)
         self.var_file.write_text(json.dumps(variables, indent=2))
 
         def note_retry(state) -> None:

@@ -155,3 +155,39 @@ def test_debian13_image_offers_python_312_or_newer(root_host, state_home):
     assert (major, minor) >= (3, 12)
     assert 'VERSION_ID="13"' in ssh(m, "cat /etc/os-release").stdout
     run_cli("destroy")
+
+
+def test_a_failed_provision_keeps_its_terraform_log_where_the_error_points(
+    root_host, state_home, monkeypatch
+):
+    """A machine that cannot come up (its port is taken by the time it starts) fails the
+    provision, which destroys what was made and drops the deployment's folder: the Terraform
+    log the error names must outlive that folder."""
+    import socket
+
+    from deploybench import deployments
+    from deploybench.backends import MachineRequest
+    from deploybench.backends import local as local_backend
+    from deploybench.errors import DeployBenchError
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    monkeypatch.setattr(local_backend, "free_ports", lambda count: [port] * count)
+    try:
+        with pytest.raises(DeployBenchError) as failed:
+            deployments.provision("local", MachineRequest(run_id="pfail01"))
+    finally:
+        taken.close()
+    message = str(failed.value)
+    kept = state_home / "failed-deployments" / "pfail01"
+    assert f"evidence kept in {kept}" in message
+    assert str(kept / "terraform.log") in message
+    assert str(state_home / "deployments") not in message
+    log = (kept / "terraform.log").read_text()
+    assert f"port {port} is already in use" in log
+    assert "$ terraform destroy" in log
+    assert not (state_home / "deployments" / "pfail01").exists()
+    assert "no machines" in run_cli("machines").stdout
+    assert not machine_processes(state_home)

@@ -396,6 +396,18 @@ def test_stage_onto_a_fresh_local_machine(
     )
     assert remote.returncode == 0, remote.stderr
     assert remote.stdout.split() == [upstream.commit, "1", upstream.lib_commit, "vm"]
+    # The staging logged in once (the machine's sshd logs each login to its console): the
+    # preparation and both streams of the tree and the paper went over Ansible's one
+    # connection; the check above is the second login.
+    (console,) = (state_home / "machines").glob("*/console.log")
+    assert console.read_text().count("Accepted publickey for vm") == 2
     deployment = next(line for line in out.splitlines() if "destroy --deployment" in line)
     run_cli("destroy", "--deployment", deployment.rsplit(" ", 1)[1], env=env)
+    assert not any((state_home / "deployments").glob("*"))
+
+
+def test_stage_of_a_demo_task_names_its_paper_text(root_host, state_home, runs):
+    out = run_cli("stage", "--task", "legacycalc_demo24").stdout
+    assert "paper: paper.md (the task's paper text)" in out
+    assert "stage time:" in out
     assert not any((state_home / "deployments").glob("*"))

@@ -244,6 +244,8 @@ def _report(
     paper = record["paper"]
     if paper["status"] == "cached":
         click.echo("  paper: paper.pdf")
+    elif paper["status"] == "text":  # a demo task's paper is its text
+        click.echo(f"  paper: {', '.join(paper['staged'])} (the task's paper text)")
     else:
         text = ", ".join(paper["staged"]) or "no paper text either"
         click.echo(f"  paper: MISSING ({paper['reason']}); staged instead: {text}")
