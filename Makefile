@@ -8,14 +8,21 @@ MACHINES ?= 1
 TASKS    ?=
 CPU_ONLY ?=
 PYTEST_ARGS ?=
+SHELL    := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+# A host's pip configuration may name package indexes that are folders this machine lacks
+# (extra-index-url file:///...); pip then warns about each of them for every package, over a
+# hundred lines that say nothing about the project. Only those lines are dropped; every other
+# line, and pip's exit code (pipefail), is kept.
+PIP_NOISE := is ignored: it is neither a file nor a directory
 
 .PHONY: install test lint demo provision destroy machines bench validate-references report clean
 
 $(VENV)/.installed: pyproject.toml .ci/apt-packages.txt
 	scripts/install_host_deps.sh
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q --upgrade pip 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
+	$(VENV)/bin/pip install -q -e '.[dev]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }
 	touch $@
 
 install: $(VENV)/.installed

@@ -3,6 +3,7 @@ as an INI file for `ansible-playbook -i`, and as data for ansible-runner."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +59,14 @@ def ssh_command(machine: dict[str, Any]) -> str:
         f"ssh {_SSH_OPTS} -i {machine['private_key_file']} -p {machine['port']} "
         f"{machine['user']}@{machine['host']}"
     )
+
+
+def answers_ssh(machine: dict[str, Any], timeout: float = 10.0) -> bool:
+    """Whether the machine's sshd still answers: a TCP connection to its address and port that
+    sends an SSH banner. Says the machine is alive, whatever becomes of a login to it."""
+    try:
+        with socket.create_connection((machine["host"], int(machine["port"])), timeout) as sock:
+            sock.settimeout(timeout)
+            return sock.recv(64).startswith(b"SSH-")
+    except OSError:
+        return False

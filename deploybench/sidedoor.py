@@ -171,6 +171,17 @@ def broken(attempt: Path, agent_rc: int, agent_seconds: float) -> dict[str, Any]
     return verdict
 
 
+def cut_off(attempt: Path, agent_rc: int, agent_seconds: float, why: str) -> dict[str, Any]:
+    """A machine that still answers but on which the harness's SSH sessions die after the
+    agent ran (a process of the agent's kills them): the agent broke it, machine_broken, judged
+    from a probe line that says so; nothing of the machine could be read."""
+    detail = " ".join(why.split())[:250]
+    Path(files(attempt)["probe"]).write_text(
+        f"PROBE ssh broken the machine answers, but the harness's sessions were cut: {detail}\n"
+    )
+    return broken(attempt, agent_rc, agent_seconds)
+
+
 def outcome(attempt: Path, max_steps: int | None) -> dict[str, Any]:
     """The outcome fields of an attempt's results.jsonl row (contract 3), from the files the
     door wrote and the trajectory: how the agent stopped, what it claimed, the verdict."""

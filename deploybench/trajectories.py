@@ -248,7 +248,8 @@ def write(events: Iterable[dict[str, Any]], out: Path) -> None:
     out.write_text("".join(json.dumps(e) + "\n" for e in events))
 
 
-def _created(event: dict[str, Any]) -> float | None:
+def event_time(event: dict[str, Any]) -> float | None:
+    """An Ansible event's time (epoch seconds), from ansible-runner's timestamp."""
     try:
         return datetime.fromisoformat(event["created"]).timestamp()
     except (KeyError, TypeError, ValueError):
@@ -260,11 +261,11 @@ def from_ansible_events(events: list[dict[str, Any]], role: str) -> list[dict]:
     (the command line where the module had one, else the module and task name), timed from
     the role's first event by ansible-runner's event timestamps."""
     mine = [e for e in events if (e.get("event_data") or {}).get("role") == role]
-    stamps = [t for t in map(_created, mine) if t is not None]
+    stamps = [t for t in map(event_time, mine) if t is not None]
     t0 = min(stamps) if stamps else None
 
     def since(event: dict[str, Any]) -> float:
-        t = _created(event)
+        t = event_time(event)
         return 0.0 if t is None or t0 is None else t - t0
 
     out: list[dict[str, Any]] = []

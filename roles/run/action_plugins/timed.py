@@ -9,12 +9,21 @@ ansible.builtin.raw ignores the task's `environment`; for it, the environment is
 the command (a single command, then) inside the become wrapper, the way a module's run gets it,
 so a raw run needs no module on the machine and still hands the agent its keys. It spares a set_fact
 task before the action and one after (a worker process each, for every attempt) that would
-read the controller's clock around it."""
+read the controller's clock around it.
+
+`reattach` (a shell command, optional) is for a run that outlives its connection: when the
+connection drops mid-run (ssh exits 255: Ansible's unreachable), the action connects again and
+runs `reattach`, which waits on the machine for the run to end and prints its exit code in the
+same form. Only a machine that cannot be reached again is unreachable. So an agent that cuts its
+own SSH session (kills the session's sshd process) is judged like any other, instead of turning
+its attempt into an infrastructure error that is never counted against it; a connection lost to
+a passing network fault costs the agent nothing either. The result then says `reattached` and
+why the first connection ended."""
 
 import re
 import time
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 
 
@@ -42,10 +51,33 @@ class ActionModule(ActionBase):
         if action is None:
             raise AnsibleActionFail(f"timed: no action {name}")
         started = time.time()
-        result = action.run(task_vars=task_vars)
+        try:
+            result = action.run(task_vars=task_vars)
+        except AnsibleConnectionFailure as lost:
+            if not args.get("reattach"):
+                raise
+            result = self._reattach(str(args["reattach"]), lost)
         result["started"] = started
         result["seconds"] = round(time.time() - started, 3)
         if args.get("exit_pattern"):
             found = re.search(str(args["exit_pattern"]), str(result.get("stdout") or ""))
             result["rc_read"] = int(found.group(1)) if found else -1
         return result
+
+    def _reattach(self, command: str, lost: Exception) -> dict:
+        """Connect again (a new master connection: the old one died with its session) and wait
+        for the run there; a second loss propagates, as a machine that is gone."""
+        try:
+            self._connection.reset()
+        except Exception:  # a dead master's socket may be half gone; connecting again is what counts
+            pass
+        self._connection.close()
+        out = self._low_level_execute_command(command, sudoable=True, executable="/bin/sh")
+        return {
+            "changed": True,
+            "rc": out.get("rc"),
+            "stdout": out.get("stdout", ""),
+            "stderr": out.get("stderr", ""),
+            "reattached": True,
+            "connection_lost": str(lost).strip()[-500:],
+        }
