@@ -20,6 +20,7 @@ its attempt into an infrastructure error that is never counted against it; a con
 a passing network fault costs the agent nothing either. The result then says `reattached` and
 why the first connection ended."""
 
+import contextlib
 import re
 import time
 
@@ -67,10 +68,9 @@ class ActionModule(ActionBase):
     def _reattach(self, command: str, lost: Exception) -> dict:
         """Connect again (a new master connection: the old one died with its session) and wait
         for the run there; a second loss propagates, as a machine that is gone."""
-        try:
+        # A dead master's socket may be half gone; connecting again is what counts.
+        with contextlib.suppress(Exception):
             self._connection.reset()
-        except Exception:  # a dead master's socket may be half gone; connecting again is what counts
-            pass
         self._connection.close()
         out = self._low_level_execute_command(command, sudoable=True, executable="/bin/sh")
         return {
