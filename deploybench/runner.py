@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -32,6 +31,7 @@ from deploybench import (
     inventory,
     runfolder,
     sidedoor,
+    stage_failures,
     trajectories,
     verification,
 )
@@ -123,7 +123,7 @@ class Runner:
                 cancel=self.cancelled.is_set,
                 pass_env=agent.env_from_controller,
             )
-            cut_off = self._judge_cut_off(result, events, machines, folder)
+            judged = stage_failures.judge(result, events, machines, folder, _infra_reason)
             self.o.backend.collect_state(machines, folder / runfolder.STATE_DIR)
         finally:
             try:
@@ -133,7 +133,7 @@ class Runner:
             shutil.rmtree(deployment, ignore_errors=True)
         if self.cancelled.is_set():
             raise KeyboardInterrupt
-        if not runfolder.has_verdict(folder) or not (result.ok or cut_off):
+        if not runfolder.has_verdict(folder) or not (result.ok or judged):
             raise InfraError(_infra_reason(result, events))
         trajectory = runfolder.trajectory_path(folder)
         if agent.kind == "reference":
@@ -146,38 +146,6 @@ class Runner:
                 shutil.move(trajectory, native)
             trajectories.convert(native, agent.converter, trajectory)
         return self._result_line(attempt, agent, folder, started_at)
-
-    def _judge_cut_off(self, result, events, machines, folder: Path) -> bool:
-        """After the agent ran, a machine the playbook lost (unreachable) but whose sshd still
-        answers was broken by the agent (a process it left kills the harness's SSH sessions):
-        judge it machine_broken, not an infrastructure error that would never count against
-        the agent. A machine that does not answer stays an infrastructure error."""
-        if not result.unreachable or runfolder.has_verdict(folder):
-            return False
-        launched = [e for e in events if (e.get("event_data") or {}).get("task_action") == "timed"]
-        lost = [e for e in events if e.get("event") == "runner_on_unreachable"]
-        # A login that timed out may be a host too loaded to answer in time: not the agent's.
-        said = " ".join(str((e["event_data"].get("res") or {}).get("msg")) for e in lost)
-        if not launched or re.search(r"timed? ?out", said, re.IGNORECASE):
-            return False
-        if not all(inventory.answers_ssh(m) for m in machines.values()):
-            return False
-        ended = next(
-            ((e["event_data"].get("res") or {}) for e in launched if e["event"] == "runner_on_ok"),
-            {},
-        )
-        seconds = ended.get("seconds")
-        if seconds is None:  # lost during the agent's run: from its start to the loss
-            seconds = (trajectories.event_time(lost[-1]) or 0) - (
-                trajectories.event_time(launched[0]) or 0
-            )
-        sidedoor.cut_off(
-            folder,
-            int(ended.get("rc_read", -1)),
-            max(0.0, float(seconds)),
-            _infra_reason(result, events),
-        )
-        return True
 
     def _result_line(self, attempt: Attempt, agent: AgentSpec, folder: Path, started_at: str):
         if self.o.cpu_only:

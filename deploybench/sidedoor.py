@@ -171,14 +171,14 @@ def broken(attempt: Path, agent_rc: int, agent_seconds: float) -> dict[str, Any]
     return verdict
 
 
-def cut_off(attempt: Path, agent_rc: int, agent_seconds: float, why: str) -> dict[str, Any]:
-    """A machine that still answers but on which the harness's SSH sessions die after the
-    agent ran (a process of the agent's kills them): the agent broke it, machine_broken, judged
-    from a probe line that says so; nothing of the machine could be read."""
-    detail = " ".join(why.split())[:250]
-    Path(files(attempt)["probe"]).write_text(
-        f"PROBE ssh broken the machine answers, but the harness's sessions were cut: {detail}\n"
-    )
+def broken_by_agent(
+    attempt: Path, agent_rc: int, agent_seconds: float, what: str, finding: str, detail: str
+) -> dict[str, Any]:
+    """A machine on which a harness stage could not run after the agent (deploybench/
+    stage_failures.py): machine_broken, judged from a probe line that says what failed;
+    nothing more of the machine could be read."""
+    detail = " ".join(detail.split())[:250]
+    Path(files(attempt)["probe"]).write_text(f"PROBE {what} broken {finding}: {detail}\n")
     return broken(attempt, agent_rc, agent_seconds)
 
 

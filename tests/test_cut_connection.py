@@ -1,11 +1,13 @@
-"""Agents that cut the harness's SSH connection to dodge a verdict. An infrastructure error is
-never counted against an agent, so an agent that cannot pass would like its attempt to end as
-one. Two ways of trying, played for real on local machines:
+"""Agents that break the harness's way in to dodge a verdict. An infrastructure error is never
+counted against an agent, so an agent that cannot pass would like its attempt to end as one.
+Three ways of trying, played for real on local machines (deploybench/stage_failures.py):
 
 - cutting its own session mid-run (killing the sshd processes of its user): the harness
   connects again, waits for the agent's run to end, and judges the machine as usual;
 - leaving a process that keeps killing every SSH session: the machine still answers, so the
-  attempt is judged machine_broken (layer 0), not an infrastructure error."""
+  attempt is judged machine_broken (layer 0), not an infrastructure error;
+- mounting a read-only /tmp, where the stop stage keeps the state it collects: the stage fails
+  on the machine the agent left, machine_broken too."""
 
 import json
 
@@ -32,6 +34,7 @@ AGENTS = {
             "sleep 2; exit 0\n"
         )
     },
+    "readonly_tmp": {"command": "sudo mount -t tmpfs -o ro tmpfs /tmp && echo read-only /tmp\n"},
 }
 
 
@@ -41,8 +44,8 @@ def test_cutting_the_connection_is_judged_never_an_infrastructure_error(
     config = tmp_path / "agents.yaml"
     config.write_text(yaml.safe_dump(AGENTS))
     run_cli(
-        "run", "--agent", "cutter,session_killer", "--agent-config", config, "--tasks", TASK,
-        "--parallel", "2", "--run-id", "cut", timeout=900,
+        "run", "--agent", "cutter,session_killer,readonly_tmp", "--agent-config", config,
+        "--tasks", TASK, "--parallel", "3", "--run-id", "cut", timeout=900,
     )  # fmt: skip
     rows = {r["agent"]: r for r in run_results(runs / "cut")}
     assert not (runs / "cut" / "infra_errors.jsonl").exists()
@@ -69,4 +72,12 @@ def test_cutting_the_connection_is_judged_never_an_infrastructure_error(
         (runs / "cut" / TASK / "session_killer" / "1" / "verdict.json").read_text()
     )
     assert any("sessions were cut" in line for line in verdict["machine"]["evidence"])
+
+    # The stop stage could not keep the state on the read-only /tmp: the agent's doing.
+    readonly = rows["readonly_tmp"]
+    assert (readonly["failure_layer"], readonly["failure_category"]) == (0, "machine_broken")
+    verdict = json.loads((runs / "cut" / TASK / "readonly_tmp" / "1" / "verdict.json").read_text())
+    (line,) = verdict["machine"]["evidence"]
+    assert "a harness stage failed on the machine the agent left" in line
+    assert "Read-only file system" in line, line
     assert not machine_processes(state_home)

@@ -1,0 +1,78 @@
+"""What a harness stage that could not run after the agent means. Once the agent has run, the
+machine is the agent's doing: the harness's stages (the machine check, the stop stage, the
+verifier) are fixed scripts that work on a fresh machine, so when one of them fails on the
+machine, or the machine still answers but every session of the harness dies, the agent broke the
+machine (FAIL, layer 0, machine_broken). Left an infrastructure error, it would be tried again
+and never counted against the agent: a way to dodge a verdict.
+
+What stays an infrastructure error: anything before the agent's run began, a failure on the
+controller (the side door), a machine that no longer answers at all, and a login that timed out
+(a host too loaded to answer in time is not the agent's doing)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from deploybench import inventory, runfolder, sidedoor, trajectories
+
+# The agent's run is the one `timed` action of an attempt (roles/run/tasks/timed.yml).
+AGENT_RUN_ACTION = "timed"
+CONTROLLER_ACTIONS = ("sidedoor",)
+_TIMED_OUT = re.compile(r"timed? ?out", re.IGNORECASE)
+
+
+def _data(event: dict[str, Any]) -> dict[str, Any]:
+    return event.get("event_data") or {}
+
+
+def judge(
+    result: Any,
+    events: list[dict[str, Any]],
+    machines: dict[str, dict[str, Any]],
+    attempt: Path,
+    reason: Callable[[Any, list[dict[str, Any]]], str],
+) -> bool:
+    """Judge the attempt machine_broken when a stage failed on the machine after the agent's
+    run began; True when it did. `reason` words the failure as the infrastructure error would."""
+    if result.ok or runfolder.has_verdict(attempt):
+        return False
+    launched = [e for e in events if _data(e).get("task_action") == AGENT_RUN_ACTION]
+    failures = [
+        e
+        for e in events
+        if e.get("event") in ("runner_on_unreachable", "runner_on_failed")
+        and not _data(e).get("ignore_errors")
+    ]
+    if not launched or not failures:
+        return False
+    last = failures[-1]
+    if last.get("counter", 0) < launched[0].get("counter", 0):
+        return False
+    if _data(last).get("task_action") in CONTROLLER_ACTIONS:
+        return False
+    said = reason(result, events)
+    res = _data(last).get("res") or {}
+    told = [ln.strip() for ln in str(res.get("stderr") or "").splitlines() if ln.strip()]
+    if told:  # what the machine said last, e.g. "mktemp: ... Read-only file system"
+        said = f"{told[-1][:160]}; {said}"
+    if last["event"] == "runner_on_unreachable":
+        if _TIMED_OUT.search(str(res.get("msg"))):
+            return False
+        if not all(inventory.answers_ssh(m) for m in machines.values()):
+            return False
+        what = "ssh", "the machine answers, but the harness's sessions were cut"
+    else:
+        what = "stage", "a harness stage failed on the machine the agent left"
+    ended = next(
+        (_data(e).get("res") or {} for e in launched if e.get("event") == "runner_on_ok"), {}
+    )
+    seconds = ended.get("seconds")
+    if seconds is None:  # lost during the agent's run: from its start to the loss
+        seconds = (trajectories.event_time(last) or 0) - (trajectories.event_time(launched[0]) or 0)
+    sidedoor.broken_by_agent(
+        attempt, int(ended.get("rc_read", -1)), max(0.0, float(seconds)), *what, said
+    )
+    return True
