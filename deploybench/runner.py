@@ -123,7 +123,7 @@ class Runner:
                 cancel=self.cancelled.is_set,
                 pass_env=agent.env_from_controller,
             )
-            judged = stage_failures.judge(result, events, machines, folder, _infra_reason)
+            judged = stage_failures.judge(result, events, machines, folder)
             self.o.backend.collect_state(machines, folder / runfolder.STATE_DIR)
         finally:
             try:
@@ -134,7 +134,7 @@ class Runner:
         if self.cancelled.is_set():
             raise KeyboardInterrupt
         if not runfolder.has_verdict(folder) or not (result.ok or judged):
-            raise InfraError(_infra_reason(result, events))
+            raise InfraError(stage_failures.reason(result, events))
         trajectory = runfolder.trajectory_path(folder)
         if agent.kind == "reference":
             trajectories.write(
@@ -328,27 +328,6 @@ def _end_orphans(run_dir: Path) -> None:
         if b"ansible" in argv and marker in argv:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(int(proc.name), signal.SIGKILL)
-
-
-def _infra_reason(result: ansible.PlaybookResult, events: list[dict[str, Any]]) -> str:
-    for event in reversed(events):
-        if event.get("event") in ("runner_on_unreachable", "runner_on_failed"):
-            data = event.get("event_data") or {}
-            if data.get("ignore_errors"):
-                continue
-            msg = (data.get("res") or {}).get("msg") or ""
-            kind = "unreachable" if event["event"] == "runner_on_unreachable" else "failed"
-            return f"{kind} in {data.get('play', '?')!r}, task {data.get('task', '?')!r}: {msg}"[
-                :500
-            ]
-    errors = [
-        line.strip()
-        for event in events
-        for line in (event.get("stdout") or "").splitlines()
-        if "ERROR" in line or "fatal:" in line
-    ]
-    detail = f": {errors[-1][:300]}" if errors else ""
-    return f"playbook ended {result.status} (rc {result.rc}) without a verdict{detail}"
 
 
 def elapsed(start: float) -> float:

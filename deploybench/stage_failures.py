@@ -1,9 +1,10 @@
-"""What a harness stage that could not run after the agent means. Once the agent has run, the
-machine is the agent's doing: the harness's stages (the machine check, the stop stage, the
-verifier) are fixed scripts that work on a fresh machine, so when one of them fails on the
-machine, or the machine still answers but every session of the harness dies, the agent broke the
-machine (FAIL, layer 0, machine_broken). Left an infrastructure error, it would be tried again
-and never counted against the agent: a way to dodge a verdict.
+"""What a playbook run that ended without a verdict means: in one line (`reason`), and whether the
+agent is to blame (`judge`). Once the agent has run, the machine is the agent's doing: the
+harness's stages (the machine check, the stop stage, the verifier) are fixed scripts that work
+on a fresh machine, so when one of them fails on the machine, or the machine still answers but
+every session of the harness dies, the agent broke the machine (FAIL, layer 0, machine_broken).
+Left an infrastructure error, it would be tried again and never counted against the agent: a way
+to dodge a verdict.
 
 What stays an infrastructure error: anything before the agent's run began, a failure on the
 controller (the side door), a machine that no longer answers at all, and a login that timed out
@@ -12,7 +13,6 @@ controller (the side door), a machine that no longer answers at all, and a login
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +33,9 @@ def judge(
     events: list[dict[str, Any]],
     machines: dict[str, dict[str, Any]],
     attempt: Path,
-    reason: Callable[[Any, list[dict[str, Any]]], str],
 ) -> bool:
     """Judge the attempt machine_broken when a stage failed on the machine after the agent's
-    run began; True when it did. `reason` words the failure as the infrastructure error would."""
+    run began; True when it did."""
     if result.ok or runfolder.has_verdict(attempt):
         return False
     launched = [e for e in events if _data(e).get("task_action") == AGENT_RUN_ACTION]
@@ -76,3 +75,26 @@ def judge(
         attempt, int(ended.get("rc_read", -1)), max(0.0, float(seconds)), *what, said
     )
     return True
+
+
+def reason(result: Any, events: list[dict[str, Any]]) -> str:
+    """Why a playbook run ended without a verdict, in one line: its last failed or unreachable
+    task and what Ansible said, else how the run ended."""
+    for event in reversed(events):
+        if event.get("event") in ("runner_on_unreachable", "runner_on_failed"):
+            data = event.get("event_data") or {}
+            if data.get("ignore_errors"):
+                continue
+            msg = (data.get("res") or {}).get("msg") or ""
+            kind = "unreachable" if event["event"] == "runner_on_unreachable" else "failed"
+            return f"{kind} in {data.get('play', '?')!r}, task {data.get('task', '?')!r}: {msg}"[
+                :500
+            ]
+    errors = [
+        line.strip()
+        for event in events
+        for line in (event.get("stdout") or "").splitlines()
+        if "ERROR" in line or "fatal:" in line
+    ]
+    detail = f": {errors[-1][:300]}" if errors else ""
+    return f"playbook ended {result.status} (rc {result.rc}) without a verdict{detail}"
