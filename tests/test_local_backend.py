@@ -191,3 +191,23 @@ def test_a_failed_provision_keeps_its_terraform_log_where_the_error_points(
     assert not (state_home / "deployments" / "pfail01").exists()
     assert "no machines" in run_cli("machines").stdout
     assert not machine_processes(state_home)
+
+
+def test_the_walk_for_the_containers_pid_1_survives_processes_that_exit_under_it():
+    """Starting a machine walks nspawn's process tree while the start-up chain's short-lived
+    processes come and go (a provision once failed on a task folder gone between two reads).
+    A shell that starts and ends a child without pause is the same race, thousands of times."""
+    import time
+
+    from deploybench.local.machine import _descendants
+
+    churn = subprocess.Popen(["sh", "-c", "while :; do /bin/true; done"])
+    try:
+        walks, deadline = 0, time.monotonic() + 3
+        while time.monotonic() < deadline:
+            _descendants(churn.pid)
+            walks += 1
+        assert walks > 1000
+    finally:
+        churn.kill()
+        churn.wait()

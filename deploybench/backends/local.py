@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,10 @@ from deploybench.local import images, machine
 from deploybench.paths import state_home
 from deploybench.progress import status_line
 from deploybench.terraform import terraform_binary
+
+# Parallel attempts of one run are threads: one of them shows the image build, the others wait
+# here and find the image built, so the user sees one build line, not one per worker.
+_image_build = threading.Lock()
 
 
 def free_ports(count: int) -> list[int]:
@@ -82,8 +87,11 @@ class LocalBackend(Backend):
         image = request.image or self.default_image
         if images.is_built(image):
             return
-        with status_line(f"building the {image} base image (once per host)") as update:
-            images.ensure_image(image, on_line=update)
+        with _image_build:
+            if images.is_built(image):
+                return
+            with status_line(f"building the {image} base image (once per host)") as update:
+                images.ensure_image(image, on_line=update)
 
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:
         return {

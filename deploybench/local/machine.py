@@ -87,9 +87,18 @@ def _descendants(pid: int) -> list[int]:
     found, todo = [], [pid]
     while todo:
         current = todo.pop(0)
-        for task in Path(f"/proc/{current}/task").glob("*"):
+        # Short-lived processes of the start-up chain exit while we walk: a process or thread
+        # gone between two reads has no children left to find.
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        for task in tasks:
             try:
-                kids = [int(c) for c in (task / "children").read_text().split()]
+                kids = [
+                    int(c)
+                    for c in Path(f"/proc/{current}/task/{task}/children").read_text().split()
+                ]
             except (FileNotFoundError, ProcessLookupError):
                 continue
             found += kids
