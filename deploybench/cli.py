@@ -78,7 +78,7 @@ def cli() -> None:
 def main() -> None:
     try:
         with as_interrupt():
-            cli.main(standalone_mode=False)
+            cli.main(prog_name="deploybench", standalone_mode=False)
     except DeployBenchError as exc:
         click.echo(f"deploybench: error: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -92,8 +92,7 @@ def main() -> None:
         sys.exit(130)
     except click.UsageError as exc:
         # One line, not the usage block: bad input should read as one clear sentence.
-        where = exc.ctx.command_path.split(" ", 1)[-1] if exc.ctx else ""
-        hint = f" (see: deploybench {where} --help)" if exc.ctx else ""
+        hint = f" (see: {exc.ctx.command_path} --help)" if exc.ctx else ""
         click.echo(f"deploybench: error: {exc.format_message()}{hint}", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:

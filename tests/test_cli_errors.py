@@ -23,6 +23,13 @@ def nothing_made(state_home) -> bool:
     )
 
 
+def test_the_hint_names_the_help_of_the_command_that_was_misused(state_home):
+    top = one_line_error(run_cli("lsit", check=False))
+    assert "No such command 'lsit'" in top and top.endswith("(see: deploybench --help)"), top
+    sub = one_line_error(run_cli("provision", "--machines", "x", check=False))
+    assert sub.endswith("(see: deploybench provision --help)"), sub
+
+
 def test_unknown_backend(state_home):
     line = one_line_error(run_cli("provision", "--backend", "azure", check=False))
     assert "unknown backend 'azure'" in line
