@@ -4,11 +4,17 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from deploybench.local.machine import CGROUP_HIERARCHIES, NSPAWN_PROPAGATE, cgroup_group
+from deploybench.local.machine import (
+    CGROUP_HIERARCHIES,
+    NSPAWN_PROPAGATE,
+    _descendants,
+    cgroup_group,
+)
 from tests.conftest import REPO, machine_processes, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.privileged]
@@ -197,10 +203,6 @@ def test_the_walk_for_the_containers_pid_1_survives_processes_that_exit_under_it
     """Starting a machine walks nspawn's process tree while the start-up chain's short-lived
     processes come and go (a provision once failed on a task folder gone between two reads).
     A shell that starts and ends a child without pause is the same race, thousands of times."""
-    import time
-
-    from deploybench.local.machine import _descendants
-
     churn = subprocess.Popen(["sh", "-c", "while :; do /bin/true; done"])
     try:
         walks, deadline = 0, time.monotonic() + 3

@@ -1,6 +1,11 @@
 """The line `deploybench run` prints as each attempt ends (the demo test sees it in a real run)."""
 
+import threading
+import time
+
 from deploybench import contracts
+from deploybench.backends import local
+from deploybench.backends.base import MachineRequest
 from deploybench.runner import finished_line
 
 
@@ -32,12 +37,6 @@ def test_a_pass_a_fail_and_an_infra_error_each_read_as_one_line():
 def test_parallel_workers_show_one_base_image_build(monkeypatch, capsys):
     """Two workers of one run that both find the image missing print one build line between
     them: the second waits for the first's build and then finds the image there."""
-    import threading
-    import time
-
-    from deploybench.backends import local
-    from deploybench.backends.base import MachineRequest
-
     built = threading.Event()
     builds = []
 

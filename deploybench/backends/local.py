@@ -85,8 +85,6 @@ class LocalBackend(Backend):
 
     def before_apply(self, request: MachineRequest, folder: Path) -> None:
         image = request.image or self.default_image
-        if images.is_built(image):
-            return
         with _image_build:
             if images.is_built(image):
                 return
