@@ -121,8 +121,14 @@ VERDICT = {
                 "passed": {"type": "boolean"},
                 "category": {"enum": [None, "tampered", "machine_broken"]},
                 "evidence": {"type": "array", "items": {"type": "string"}},
+                # What the host's scan recorded without judging it (STARTUP, SETUID lines).
+                "recorded": {"type": "array", "items": {"type": "string"}},
             },
         },
+        # How the judgment was obtained (docs/verification.md): `host`, every stage after the
+        # agent run from outside the machine (local); `machine`, through the machine's own
+        # login with the controller's tools (cloud). Optional: older verdicts lack it.
+        "trust": {"enum": ["host", "scanned", "machine"]},
         "layer1": {
             "type": "object",
             "required": ["passed", "category", "evidence"],

@@ -55,6 +55,7 @@ STATE_TARBALL = "state.tar.gz"
 VERIFIER_TARBALL = "verifier.tar.gz"
 VERIFIER_B64 = "verifier.tar.gz.b64"
 AGENT_FILES_B64 = "agent_files.b64"
+HANDOVER = "handover.json"  # how the agent ended, for the stages run from outside the machine
 # Folders of an attempt.
 STATE_DIR = "state"  # the agent's machine after it stopped
 CHANGED_FILES = "changed_files.txt"  # in STATE_DIR: what the agent changed (local backend)
@@ -302,3 +303,11 @@ def read_runbook(attempt: Path) -> str | None:
 
 def trajectory_path(attempt: Path) -> Path:
     return Path(attempt) / TRAJECTORY
+
+
+def read_handover(attempt: Path) -> dict[str, Any] | None:
+    """How the agent ended and where its files are (sidedoor.handover), or None."""
+    try:
+        return json.loads((Path(attempt) / HANDOVER).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None

@@ -114,6 +114,9 @@ class Runner:
                 extravars["agent_seconds"] = self.o.agent_seconds
             if self.o.cpu_only:
                 extravars["cpu_only"] = True
+            outside = self.o.backend.judges_from_outside
+            if outside:
+                extravars["post_agent_outside"] = True
             result = ansible.run_playbook(
                 PLAYBOOKS_DIR / "run_task.yml",
                 inventory.as_data(machines),
@@ -123,7 +126,10 @@ class Runner:
                 cancel=self.cancelled.is_set,
                 pass_env=agent.env_from_controller,
             )
-            judged = stage_failures.judge(result, events, machines, folder)
+            if outside:
+                judged = self._after_agent(attempt, machines, folder, events)
+            else:
+                judged = stage_failures.judge(result, events, machines, folder)
             self.o.backend.collect_state(machines, folder / runfolder.STATE_DIR)
         finally:
             try:
@@ -146,6 +152,22 @@ class Runner:
                 shutil.move(trajectory, native)
             trajectories.convert(native, agent.converter, trajectory)
         return self._result_line(attempt, agent, folder, started_at)
+
+    def _after_agent(
+        self, attempt: Attempt, machines: dict[str, dict], folder: Path, events: list
+    ) -> bool:
+        """The stages after the agent, from outside its machine, once the agent's run began
+        (whatever the playbook said after: a machine the agent broke is judged, not retried);
+        True when a verdict was written."""
+        hand = runfolder.read_handover(folder)
+        if self.cancelled.is_set() or hand is None:
+            return False
+        if not hand.get("ended"):
+            if not stage_failures.agent_began(events):
+                return False  # lost before the agent's run: an infrastructure error
+            hand["agent_rc"], hand["agent_seconds"] = stage_failures.agent_end(events)
+        self.o.backend.after_agent(machines, folder, attempt.task_id, hand)
+        return runfolder.has_verdict(folder)
 
     def _result_line(self, attempt: Attempt, agent: AgentSpec, folder: Path, started_at: str):
         if self.o.cpu_only:

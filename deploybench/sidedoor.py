@@ -11,6 +11,9 @@ shell knocks with `python -m deploybench.sidedoor VERB ...`, which calls the sam
     finish    unpack the collected state and the verifier's logs, record how the agent stopped
               (stop.json), judge the machine, Layer 1 and Layer 2 (verdict.json, verify.json)
     broken    the same for a machine the agent broke: keep what it wrote, judge machine_broken
+    handover  how the agent ended (handover.json), for a backend whose stages after the agent
+              run from outside the machine (deploybench/local/after_agent.py): the playbook
+              ends there and the runner judges the attempt
 
 A playbook run by hand goes through the same door, so it leaves the same files as `deploybench
 run`. Every file name the door reads or writes comes from deploybench.runfolder, and the paths
@@ -148,7 +151,35 @@ def finish(
         attempt, verify_rc, verify_seconds, task_id, Path(paths["scan"]), ran=ran
     )
     _tidy(paths)
+    return _through_the_machine(attempt, verdict)
+
+
+def _through_the_machine(attempt: Path, verdict: dict[str, Any]) -> dict[str, Any]:
+    """The verdict of stages run through the machine's own login (docs/verification.md)."""
+    verdict["trust"] = "machine"
+    runfolder.write_verdict(attempt, verdict)
     return verdict
+
+
+def handover(attempt: Path, facts: dict[str, Any]) -> dict[str, Any]:
+    """Write how the agent ended and where its files are, for the stages after it that run from
+    outside the machine; nothing is judged here."""
+    hand = {
+        "agent_rc": int(facts["agent_rc"]),
+        "agent_seconds": float(facts["agent_seconds"]),
+        "workdir": str(facts["workdir"]),
+        "control_dir": str(facts["control_dir"]),
+        "user": str(facts["user"]),
+        "verify_seconds": float(facts["verify_seconds"]),
+        # False when written before the agent's run (its rc and seconds are not known yet).
+        "ended": str(facts.get("ended", True)).lower() in ("true", "1", "yes"),
+    }
+    if not hand["ended"] and facts.get("backend"):
+        from deploybench.backends import get_backend
+
+        get_backend(str(facts["backend"])).before_agent(str(facts["host"]), attempt)
+    (attempt / runfolder.HANDOVER).write_text(json.dumps(hand))
+    return hand
 
 
 def _tidy(paths: dict[str, str]) -> None:
@@ -168,7 +199,7 @@ def broken(attempt: Path, agent_rc: int, agent_seconds: float) -> dict[str, Any]
     paths = files(attempt)
     verdict = evidence.judge(attempt, None, 0.0, probe=Path(paths["probe"]), ran=False)
     _tidy(paths)
-    return verdict
+    return _through_the_machine(attempt, verdict)
 
 
 def broken_by_agent(
@@ -272,13 +303,15 @@ def answer(verb: str, args: dict[str, Any]) -> dict[str, Any]:
                 bool(args.get("ran", True)),
             ),
         )
+    if verb == "handover":
+        return handover(attempt, args)
     if verb == "broken":
         return _judging(
             attempt,
             evidence,
             lambda: broken(attempt, int(args["agent_rc"]), float(args["agent_seconds"])),
         )
-    raise DeployBenchError(f"the side door has no verb {verb!r}: begin, finish or broken")
+    raise DeployBenchError(f"the side door has no verb {verb!r}: begin, finish, broken or handover")
 
 
 # ---- the same door from a shell ----

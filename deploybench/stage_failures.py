@@ -77,6 +77,27 @@ def judge(
     return True
 
 
+def agent_began(events: list[dict[str, Any]]) -> bool:
+    """Whether the agent's run began (its `timed` action started)."""
+    return any(_data(e).get("task_action") == AGENT_RUN_ACTION for e in events)
+
+
+def agent_end(events: list[dict[str, Any]]) -> tuple[int, float]:
+    """The agent run's exit code and seconds as the events tell them: -1 and the time from its
+    start to the last event when the run was lost before it ended."""
+    launched = [e for e in events if _data(e).get("task_action") == AGENT_RUN_ACTION]
+    if not launched:
+        return -1, 0.0
+    ended = next(
+        (_data(e).get("res") or {} for e in launched if e.get("event") == "runner_on_ok"), {}
+    )
+    if ended.get("seconds") is not None:
+        return int(ended.get("rc_read", -1)), float(ended["seconds"])
+    last = events[-1]
+    seconds = (trajectories.event_time(last) or 0) - (trajectories.event_time(launched[0]) or 0)
+    return -1, max(0.0, float(seconds))
+
+
 def reason(result: Any, events: list[dict[str, Any]]) -> str:
     """Why a playbook run ended without a verdict, in one line: its last failed or unreachable
     task and what Ansible said, else how the run ended."""

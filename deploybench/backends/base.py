@@ -79,6 +79,22 @@ class Backend(ABC):
         what the playbook collects over SSH is the same for every backend."""
         return None
 
+    # Whether the stages after the agent run from outside the machine (after_agent): the
+    # playbook then ends with the agent, and nothing after it enters the machine's login.
+    judges_from_outside: bool = False
+
+    def before_agent(self, host: str, attempt: Path) -> None:
+        """Note what the stages after the agent compare against, just before the agent starts
+        (called from the playbook through the side door). Nothing by default."""
+        return None
+
+    def after_agent(
+        self, machines: dict[str, dict], attempt: Path, task_id: str, hand: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Every stage after the agent, from outside the machine: the verdict, written into
+        the attempt. Only for a backend that judges_from_outside."""
+        raise NotImplementedError(f"the {self.name} backend judges through the machine")
+
     @abstractmethod
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:
         """The Terraform variables of the backend's root for this request."""

@@ -83,6 +83,22 @@ class LocalBackend(Backend):
             "".join(f"{row}\n" for row in machine.changed_files(state_home(), next(iter(machines))))
         )
 
+    @property
+    def judges_from_outside(self) -> bool:  # type: ignore[override]
+        # DEPLOYBENCH_LOCAL_POST_AGENT=machine runs the stages after the agent through the
+        # machine's login, as on cloud machines: that path's tests run on local machines.
+        return os.environ.get("DEPLOYBENCH_LOCAL_POST_AGENT", "host") != "machine"
+
+    def before_agent(self, host: str, attempt: Path) -> None:
+        machine.note_before_agent(state_home(), host)
+
+    def after_agent(
+        self, machines: dict[str, dict], attempt: Path, task_id: str, hand: dict[str, Any]
+    ) -> dict[str, Any]:
+        from deploybench.local import after_agent
+
+        return after_agent.judge(state_home(), next(iter(machines)), attempt, task_id, hand)
+
     def before_apply(self, request: MachineRequest, folder: Path) -> None:
         image = request.image or self.default_image
         with _image_build:

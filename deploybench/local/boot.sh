@@ -1,9 +1,11 @@
 #!/bin/bash
-# Boots one machine (see machine.py). Runs in a fresh mount namespace of its own (unshare
+# Boots one machine (see machine.py), or, after its agent, the container that runs its verifier
+# (mode verify, see after_agent.py). Runs in a fresh mount namespace of its own (unshare
 # --mount), so the overlay mounted here lives only there and goes away with the machine's last
 # process: nothing needs unmounting on the host, even after a crash.
 set -euo pipefail
 lower=$1 upper=$2 work=$3 root=$4 name=$5 port=$6 gpu=$7 uid_base=$8 cgroup=$9
+mode=${10:-boot} memory_bytes=${11:-0} max_pids=${12:-0}
 
 mount --make-rprivate /
 cgroup_hierarchies=()
@@ -22,8 +24,19 @@ mount -t overlay overlay -o "lowerdir=$lower,upperdir=$upper,workdir=$work,nodev
 # cgroup namespace, and destroy can end whatever is left in it. cpuset is left alone: a new
 # cpuset cgroup holds no CPU until one is written into it. (On a cgroup v2 host that runs
 # systemd, nspawn's own cgroup handling applies; see README.)
+# The task's limits are the cgroup's (memory includes the page cache of what the machine
+# writes; swap is not given): past them the machine's own processes fail or are killed, and
+# neither the host nor other machines notice.
 for hierarchy in "${cgroup_hierarchies[@]}"; do
   mkdir -p "$hierarchy/$cgroup"
+  if [ "$memory_bytes" -gt 0 ] && [ -e "$hierarchy/$cgroup/memory.limit_in_bytes" ]; then
+    echo "$memory_bytes" >"$hierarchy/$cgroup/memory.limit_in_bytes"
+    [ ! -e "$hierarchy/$cgroup/memory.memsw.limit_in_bytes" ] ||
+      echo "$memory_bytes" >"$hierarchy/$cgroup/memory.memsw.limit_in_bytes" 2>/dev/null || true
+  fi
+  if [ "$max_pids" -gt 0 ] && [ -e "$hierarchy/$cgroup/pids.max" ]; then
+    echo "$max_pids" >"$hierarchy/$cgroup/pids.max"
+  fi
   echo $$ >"$hierarchy/$cgroup/cgroup.procs"
 done
 
@@ -48,13 +61,27 @@ fi
 #     machine.py wrote its resolv.conf, and the overlay's upper layer stays the agent's doing.
 #   --console=read-only         no host file descriptor reaches the machine; output is logged.
 #   no --private-network        the host network is shared so apt and pip work as on a VM.
-exec systemd-nspawn \
-  --quiet \
-  --register=no --keep-unit \
-  --settings=no \
-  --directory="$root" --machine="$name" \
-  --private-users="$uid_base:65536" --private-users-ownership=off \
-  --resolv-conf=off --timezone=off --link-journal=no \
+common=(
+  --quiet
+  --register=no --keep-unit
+  --settings=no
+  --directory="$root"
+  --private-users="$uid_base:65536" --private-users-ownership=off
+  --resolv-conf=off --timezone=off --link-journal=no
+)
+if [ "$mode" = verify ]; then
+  # The verifier's container (after_agent.py): the same layers, none of the machine's programs
+  # started (nspawn's own stub init is PID 1, no sshd, no login, no PAM), no network, and
+  # no_new_privileges for every process in it. Its folder (${13}, on the host: the trusted
+  # busybox, the script, the logs) is bound at /.deploybench-verify; the command comes from
+  # after_agent.py on the command line below, in a clean environment.
+  exec systemd-nspawn "${common[@]}" --machine="$name-verify" \
+    --as-pid2 --no-new-privileges=yes --private-network --console=pipe \
+    --bind="${13}:/.deploybench-verify" \
+    "${binds[@]}" \
+    "${@:14}"
+fi
+exec systemd-nspawn "${common[@]}" --machine="$name" \
   --console=read-only \
   "${binds[@]}" \
   /bin/sh -c "mkdir -p /run/sshd /run/lock && chmod 1777 /run/lock &&

@@ -28,9 +28,10 @@ from pathlib import Path
 import click
 
 from deploybench.errors import DeployBenchError, InfraError
-from deploybench.local import images
+from deploybench.local import images, layers
 
 BOOT_SCRIPT = Path(__file__).with_name("boot.sh")
+BEFORE_AGENT = "before_agent.json"
 SSH_WAIT_SECONDS = 30
 
 
@@ -473,3 +474,77 @@ def _down(state_dir: Path, name: str) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _signature(st: os.stat_result) -> list[int]:
+    # The change time cannot be set from inside the machine (utimes sets only the others), so
+    # an entry with the same inode, mode, owner, size and change time is the one noted.
+    return [st.st_ino, st.st_mode, st.st_uid, st.st_size, st.st_ctime_ns]
+
+
+def note_before_agent(state_dir: Path, name: str) -> None:
+    """Note every entry of the upper layer just before the agent starts (what the harness put
+    there: keys, the prepared machine, the staged repository), so the host's scan after the
+    agent reports only what changed since."""
+    mdir = machines_dir(state_dir) / name
+    upper = mdir / "upper"
+    noted = {rel: _signature(st) for rel, st in layers.walk(upper)}
+    (mdir / BEFORE_AGENT).write_text(json.dumps(noted))
+
+
+def unchanged_since_agent(mdir: Path):
+    """A test of (path, lstat) of the upper layer: true when the entry is as it was noted just
+    before the agent (nothing is unchanged when nothing was noted)."""
+    try:
+        noted = json.loads((mdir / BEFORE_AGENT).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        noted = {}
+    return lambda rel, st: noted.get(rel) == _signature(st)
+
+
+def machine_processes(info: dict) -> list[int]:
+    """The host pids of every process in the machine but its PID 1."""
+    if not is_alive(info):
+        return []
+    return _descendants(info["init_pid"])
+
+
+def run_verifier(
+    state_dir: Path, name: str, verify_dir: Path, command: list[str], seconds: float, log: Path
+) -> int | None:
+    """Run `command` in a fresh container over the machine's layers (boot.sh's verify mode),
+    the machine itself having ended: the exit code, or None when the wall-clock limit ran out
+    (everything in the container is then killed from the host)."""
+    mdir = machines_dir(state_dir) / name
+    info = read_info(mdir) or {}
+    if is_alive(info):
+        raise DeployBenchError(f"machine {name} still runs: end it before its verifier starts")
+    cgroup = info.get("cgroup") or f"{cgroup_group(state_dir)}/{name}"
+    args = [
+        "unshare", "--mount", "--fork", "--kill-child=SIGKILL",
+        "bash", str(BOOT_SCRIPT),
+        info.get("image_dir", ""), str(mdir / "upper"), str(mdir / "work"), str(mdir / "root"),
+        name, "0", "1" if info.get("gpu") else "0", str(info.get("uid_base", images.UID_BASE)),
+        cgroup, "verify", "0", "0", str(verify_dir), *command,
+    ]  # fmt: skip
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            env=BOOT_ENV,
+        )
+        try:
+            return proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            end_cgroup(cgroup)
+            with contextlib.suppress(OSError):
+                (NSPAWN_PROPAGATE / f"{name}-verify").rmdir()

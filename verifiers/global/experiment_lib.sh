@@ -15,7 +15,9 @@ exec >>"$LOG_DIR/verifier_stdout.log" 2>&1 </dev/null
 umask 022
 ps -o pid,ppid,user,args >"$LOG_DIR/processes_before_verify.txt" 2>&1
 SYSTEM_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-OWNER=$(stat -c %U "$WORKDIR" 2>/dev/null || echo root)
+# The harness names the owner where it can (a local machine's verifier: the run's user), so an
+# agent that hands the workdir to root cannot have the experiment run as root.
+OWNER=${DEPLOYBENCH_OWNER:-$(stat -c %U "$WORKDIR" 2>/dev/null || echo root)}
 chown "$OWNER" "$SCRATCH" 2>/dev/null || true
 # Collected files are capped: no experiment output may flood the controller.
 COLLECT_BYTES=1048576
