@@ -20,6 +20,24 @@ must hold of it:
   gpu_used    the file (nvidia-smi --query-compute-apps output) lists at least one process
   array_shape a numpy .npz archive holds `array` (a .npy member) of dtype kind float and shape
               `shape` (the .npy header is read here; nothing is loaded or unpickled)
+  elf_symbols the file is a whole ELF binary (read here by a small reader of its headers; it is
+              never run) that defines a function symbol matching each regex of `defined`, holds
+              each of `strings` NUL-terminated in read-only allocated data, has no symbol
+              (defined or imported, in .symtab or .dynsym) matching a regex of `absent`, and
+              loads only libraries matching `needed` through a program interpreter matching
+              `interpreter` (each when given)
+  linear_model_score
+              a numpy .npz checkpoint of a linear soft-max classifier (`weights` [k, c], `bias`
+              [c], float) classifies the held-out `rows` [f1..fk, label] of checks.yaml, which
+              the machine never saw, with accuracy >= `min_accuracy`: features standardised
+              with `mean`/`std` (those of the training rows), then, when `transform_file` is
+              given, moved into the attempt's space by its `columns:`/`signs:`/`labels:` lines
+              (loaded with numpy, allow_pickle=False; computed here, never read from the machine)
+  numpy_draw  the numbers on the last line matching `pattern` (its first group, separated by
+              blanks) equal numpy.random.RandomState(seed).standard_normal(`count`) computed
+              here, the seed read from `seed_file` by `seed_pattern`; within `tolerance`
+              (relative, default 1e-12). The legacy RandomState's stream is frozen (NEP 19), so
+              any real numpy prints the same numbers
 
 GPU evidence: a check of kind gpu_used, or any check marked `gpu: true`, is evidence that the
 run used a GPU (`is_gpu_evidence`). Every verdict judges it like any other check; only the CPU
@@ -30,9 +48,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import io
 import json
 import math
 import re
+import struct
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -45,7 +65,19 @@ from deploybench.errors import DeployBenchError
 MAX_READ = 8 * 1024 * 1024  # a collected file is judged on its first 8 MB
 MAX_DETAIL = 480
 
-KINDS = ["exists", "contains", "value", "http", "same", "values", "gpu_used", "array_shape"]
+KINDS = [
+    "exists",
+    "contains",
+    "value",
+    "http",
+    "same",
+    "values",
+    "gpu_used",
+    "array_shape",
+    "elf_symbols",
+    "linear_model_score",
+    "numpy_draw",
+]
 _BOUNDS = ("equals", "min", "max", "above", "below")
 _SCALAR = {"type": ["string", "number", "boolean", "null"]}
 _BASE = {
@@ -60,6 +92,9 @@ _BASE = {
     # Only `true`: a check is GPU evidence or says nothing about it (gpu_used always is).
     "gpu": {"const": True},
 }
+_REGEXES = {"type": "array", "items": {"type": "string"}, "minItems": 1}
+_NUMBERS = {"type": "array", "items": {"type": "number"}, "minItems": 1}
+_ARRAY_NAME = {"type": "string", "pattern": "^[A-Za-z0-9_]+$"}
 
 
 def _kind(name: str, props: dict[str, Any], required: list[str] | None = None, **extra: Any):
@@ -148,6 +183,53 @@ CHECKS_SCHEMA: dict[str, Any] = {
                         },
                         ["array", "shape"],
                     ),
+                    _kind(
+                        "elf_symbols",
+                        {
+                            "defined": _REGEXES,
+                            "absent": _REGEXES,
+                            "strings": {
+                                "type": "array",
+                                "items": {"type": "string", "minLength": 4},
+                                "minItems": 1,
+                            },
+                            "needed": {"type": "string"},
+                            "interpreter": {"type": "string"},
+                        },
+                        anyOf=[{"required": ["defined"]}, {"required": ["strings"]}],
+                    ),
+                    _kind(
+                        "linear_model_score",
+                        {
+                            "weights": _ARRAY_NAME,
+                            "bias": _ARRAY_NAME,
+                            "rows": {
+                                "type": "array",
+                                "minItems": 1,
+                                "items": {
+                                    "type": "array",
+                                    "minItems": 2,
+                                    "items": {"type": "number"},
+                                },
+                            },
+                            "mean": _NUMBERS,
+                            "std": _NUMBERS,
+                            "transform_file": _BASE["file"],
+                            "min_accuracy": {"type": "number", "minimum": 0, "maximum": 1},
+                        },
+                        ["weights", "bias", "rows", "mean", "std", "min_accuracy"],
+                    ),
+                    _kind(
+                        "numpy_draw",
+                        {
+                            "pattern": {"type": "string"},
+                            "seed_file": _BASE["file"],
+                            "seed_pattern": {"type": "string"},
+                            "count": {"type": "integer", "minimum": 1, "maximum": 1000},
+                            "tolerance": {"type": "number", "exclusiveMinimum": 0},
+                        },
+                        ["pattern", "seed_file", "seed_pattern", "count"],
+                    ),
                 ],
             },
         }
@@ -174,13 +256,30 @@ def load(path: Path | str) -> list[dict[str, Any]]:
     for i, check in enumerate(data["checks"]):
         if names.index(check["name"]) != i:
             raise DeployBenchError(f"{path}: field checks/{i}/name: {check['name']!r} used twice")
-        for key in ("pattern",):
-            if key in check:
+        regex_keys = ["pattern", "seed_pattern"]
+        if check["kind"] == "elf_symbols":  # (contains' `absent` is a flag)
+            regex_keys += ["needed", "interpreter", "defined", "absent"]
+        for key in regex_keys:
+            for j, regex in enumerate(_as_list(check.get(key))):
+                where = f"{key}/{j}" if isinstance(check[key], list) else key
                 try:
-                    re.compile(check[key])
+                    re.compile(regex)
                 except re.error as exc:
-                    raise DeployBenchError(f"{path}: field checks/{i}/{key}: {exc}") from None
+                    raise DeployBenchError(f"{path}: field checks/{i}/{where}: {exc}") from None
+        if check["kind"] == "linear_model_score":
+            width = len(check["mean"])
+            if len(check["std"]) != width or any(len(r) != width + 1 for r in check["rows"]):
+                raise DeployBenchError(
+                    f"{path}: field checks/{i}: mean, std and every row (features, label) "
+                    f"must agree on {width} features"
+                )
     return data["checks"]
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
 
 
 def is_gpu_evidence(check: dict[str, Any]) -> bool:
@@ -322,12 +421,316 @@ def _array_shape(check: dict[str, Any], log_dir: Path) -> tuple[bool, str]:
     return ok, f"{check['file']}: {member} {descr} shape {shape}, want float {check['shape']}"
 
 
+def _collected_bytes(log_dir: Path, name: str) -> bytes:
+    path = (log_dir / name).resolve()
+    if not path.is_relative_to(log_dir.resolve()) or not path.is_file():
+        raise ValueError(f"{name} was not collected")
+    if path.stat().st_size > MAX_READ:
+        raise ValueError(f"{name} is over {MAX_READ} bytes")
+    return path.read_bytes()
+
+
+# ---- elf_symbols: a small reader of ELF headers, symbol tables and the dynamic section ----
+_SHT_SYMTAB, _SHT_DYNSYM, _SHT_DYNAMIC, _SHT_NOBITS = 2, 11, 6, 8
+_SHF_WRITE, _SHF_ALLOC, _SHF_EXECINSTR = 1, 2, 4
+_STT_FUNC, _STT_GNU_IFUNC = 2, 10
+_PT_INTERP, _DT_NEEDED = 3, 1
+_MAX_ENTRIES = 1 << 20
+
+
+class _Elf:
+    """What elf_symbols judges of an ELF file, read with struct and bounds checks only (the
+    file is the agent's: a malformed one raises ValueError, never reads past its end)."""
+
+    def __init__(self, data: bytes):
+        if data[:4] != b"\x7fELF" or len(data) < 52:
+            raise ValueError("not an ELF file")
+        wide = {1: False, 2: True}.get(data[4])
+        order = {1: "<", 2: ">"}.get(data[5])
+        if wide is None or order is None:
+            raise ValueError("unknown ELF class or byte order")
+        self.data, self.o, self.wide = data, order, wide
+        a = "Q" if wide else "I"
+        (e_type, _, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, shstrndx) = (
+            self._unpack(f"HHI{a}{a}{a}IHHHHHH", 16)
+        )
+        if e_type not in (2, 3):
+            raise ValueError(f"ELF type {e_type} is not an executable")
+        if shnum == 0 or shoff == 0:
+            raise ValueError("no section headers")
+        shfmt = "IIQQQQIIQQ" if wide else "IIIIIIIIII"
+        if shentsize < struct.calcsize(order + shfmt) or shnum > _MAX_ENTRIES:
+            raise ValueError("malformed section headers")
+        if shoff + shnum * shentsize > len(data):
+            raise ValueError(
+                f"section headers end at byte {shoff + shnum * shentsize}, the file at "
+                f"{len(data)} (cut short: collected files are capped at 1 MiB)"
+            )
+        self.sections = []
+        for i in range(shnum):
+            f = self._unpack(shfmt, shoff + i * shentsize)
+            # name, type, flags, offset, size, link, entsize
+            self.sections.append((f[0], f[1], f[2], f[4], f[5], f[6], f[9]))
+        self.phdrs = []
+        phfmt = "IIQQQQQQ" if wide else "IIIIIIII"
+        if phnum and phentsize >= struct.calcsize(order + phfmt) and phnum < _MAX_ENTRIES:
+            for i in range(phnum):
+                f = self._unpack(phfmt, phoff + i * phentsize)
+                p_type, p_offset, p_filesz = (f[0], f[2], f[5]) if wide else (f[0], f[1], f[4])
+                self.phdrs.append((p_type, p_offset, p_filesz))
+        if shstrndx >= shnum:
+            raise ValueError("no section name table")
+        self.names = [self._cstr(self._bounds(shstrndx), s[0]) for s in self.sections]
+
+    def _unpack(self, fmt: str, offset: int) -> tuple[int, ...]:
+        fmt = self.o + fmt
+        if offset < 0 or offset + struct.calcsize(fmt) > len(self.data):
+            raise ValueError("a header lies past the end of the file")
+        return struct.unpack_from(fmt, self.data, offset)
+
+    def _bounds(self, index: int) -> tuple[int, int]:
+        _, kind, _, offset, size, _, _ = self.sections[index]
+        if kind == _SHT_NOBITS:
+            return 0, 0
+        if offset + size > len(self.data):
+            raise ValueError(f"section {index} lies past the end of the file")
+        return offset, size
+
+    def _cstr(self, table: tuple[int, int], at: int) -> str:
+        start, size = table
+        if at >= size:
+            raise ValueError("a name lies outside its string table")
+        end = self.data.find(b"\0", start + at, start + size)
+        return self.data[start + at : end if end >= 0 else start + size].decode("latin1")
+
+    def symbols(self) -> tuple[list[tuple[str, int, int, str]], bool]:
+        """[(name without @version, type, section index, table)] of .symtab and .dynsym, and
+        whether a .symtab (the link-time symbol table, gone when stripped) is there."""
+        out, has_symtab = [], False
+        fmt = "IBBHQQ" if self.wide else "IIIBBH"
+        size = struct.calcsize(self.o + fmt)
+        for kind, table in ((_SHT_SYMTAB, "symtab"), (_SHT_DYNSYM, "dynsym")):
+            for index, sec in enumerate(self.sections):
+                if sec[1] != kind:
+                    continue
+                has_symtab |= kind == _SHT_SYMTAB
+                offset, length = self._bounds(index)
+                if sec[5] >= len(self.sections) or length // size > _MAX_ENTRIES:
+                    raise ValueError("malformed symbol table")
+                strtab = self._bounds(sec[5])
+                for at in range(offset, offset + length - size + 1, size):
+                    f = struct.unpack_from(self.o + fmt, self.data, at)
+                    info, shndx = (f[1], f[3]) if self.wide else (f[3], f[5])
+                    name = self._cstr(strtab, f[0]).split("@", 1)[0]
+                    if name:
+                        out.append((name, info & 0xF, shndx, table))
+        return out, has_symtab
+
+    def executable_section(self, index: int) -> bool:
+        return 0 < index < len(self.sections) and bool(self.sections[index][2] & _SHF_EXECINSTR)
+
+    def readonly_data(self) -> list[bytes]:
+        """The bytes of every allocated section that is neither writable nor code (.rodata)."""
+        out = []
+        for i, (_, kind, flags, _, _, _, _) in enumerate(self.sections):
+            code_or_writable = flags & (_SHF_WRITE | _SHF_EXECINSTR)
+            if flags & _SHF_ALLOC and not code_or_writable and kind != _SHT_NOBITS:
+                start, size = self._bounds(i)
+                out.append(self.data[start : start + size])
+        return out
+
+    def interpreter(self) -> str | None:
+        for p_type, offset, size in self.phdrs:
+            if p_type == _PT_INTERP:
+                if offset + size > len(self.data):
+                    raise ValueError("the program interpreter lies past the end of the file")
+                return self.data[offset : offset + size].split(b"\0", 1)[0].decode("latin1")
+        return None
+
+    def needed(self) -> list[str]:
+        out = []
+        fmt = "qQ" if self.wide else "iI"
+        size = struct.calcsize(self.o + fmt)
+        for i, sec in enumerate(self.sections):
+            if sec[1] != _SHT_DYNAMIC or sec[5] >= len(self.sections):
+                continue
+            offset, length = self._bounds(i)
+            strtab = self._bounds(sec[5])
+            for at in range(offset, offset + length - size + 1, size):
+                tag, value = struct.unpack_from(self.o + fmt, self.data, at)
+                if tag == 0:
+                    break
+                if tag == _DT_NEEDED:
+                    out.append(self._cstr(strtab, value))
+        return out
+
+
+def _shown(names: list[str], limit: int = 4) -> str:
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def _elf_symbols(check: dict[str, Any], log_dir: Path) -> tuple[bool, str]:
+    try:
+        elf = _Elf(_collected_bytes(log_dir, check["file"]))
+        symbols, has_symtab = elf.symbols()
+        interpreter, needed = elf.interpreter(), elf.needed()
+        rodata = elf.readonly_data()
+    except (ValueError, struct.error, UnicodeDecodeError) as exc:
+        return False, f"{check['file']}: not a whole ELF executable: {exc}"
+    functions = {
+        name
+        for name, kind, shndx, _ in symbols
+        if kind in (_STT_FUNC, _STT_GNU_IFUNC) and elf.executable_section(shndx)
+    }
+    problems = []
+    missing = [
+        r for r in check.get("defined", []) if not any(re.fullmatch(r, f) for f in functions)
+    ]
+    if missing:
+        why = "" if has_symtab else " (no .symtab: stripped)"
+        problems.append(f"no function defined like {_shown(missing)}{why}")
+    absent = check.get("absent", [])
+    forbidden = sorted({n for n, *_ in symbols if any(re.fullmatch(r, n) for r in absent)})
+    if forbidden:
+        problems.append(f"symbols it must not have: {_shown(forbidden)}")
+    lost = [s for s in check.get("strings", []) if not any(s.encode() + b"\0" in d for d in rodata)]
+    if lost:
+        problems.append(f"read-only data lacks {_shown([repr(s) for s in lost])}")
+    wanted = check.get("interpreter")
+    if wanted and interpreter is not None and not re.fullmatch(wanted, interpreter):
+        problems.append(f"program interpreter {interpreter!r}")
+    if "needed" in check:
+        odd = [lib for lib in needed if not re.fullmatch(check["needed"], lib)]
+        if odd:
+            problems.append(f"loads {_shown(odd)}")
+    if problems:
+        return False, f"{check['file']}: {'; '.join(problems)}"
+    return True, (
+        f"{check['file']}: ELF defining {len(check.get('defined', []))} of the repository's "
+        f"functions and holding its {len(check.get('strings', []))} strings; "
+        f"{len(symbols)} symbols, none forbidden; needs {_shown(needed, 6) or 'nothing'}"
+    )
+
+
+# ---- linear_model_score and numpy_draw: computed here with numpy, never read from the machine ----
+MAX_ARRAY_BYTES = 1024 * 1024
+
+
+def _npz_float_array(archive: zipfile.ZipFile, name: str) -> Any:
+    import numpy as np
+
+    info = archive.getinfo(f"{name}.npy")
+    if info.file_size > MAX_ARRAY_BYTES:
+        raise ValueError(f"{name}.npy unpacks to {info.file_size} bytes")
+    array = np.load(io.BytesIO(archive.read(info)), allow_pickle=False)
+    if not isinstance(array, np.ndarray) or array.dtype.kind != "f":
+        raise ValueError(f"{name} is not a float array")
+    return array.astype(np.float64)
+
+
+def _transform(text: str, features: int, classes: int) -> dict[str, list[int]]:
+    """The attempt's `columns:`, `signs:` and `labels:` lines (written by the trusted shell)."""
+    got = {}
+    for key, length in (("columns", features), ("signs", features), ("labels", classes)):
+        found = re.findall(rf"^{key}:((?: +-?\d+)+) *$", text, re.MULTILINE)
+        if not found:
+            raise ValueError(f"no {key}: line")
+        got[key] = [int(v) for v in found[-1].split()]
+        if len(got[key]) != length:
+            raise ValueError(f"{key}: has {len(got[key])} numbers, want {length}")
+    if sorted(got["columns"]) != list(range(features)):
+        raise ValueError("columns: is not a permutation")
+    if sorted(got["labels"]) != list(range(classes)):
+        raise ValueError("labels: is not a permutation")
+    if any(s not in (1, -1) for s in got["signs"]):
+        raise ValueError("signs: holds other numbers than 1 and -1")
+    return got
+
+
+def _linear_model_score(check: dict[str, Any], log_dir: Path) -> tuple[bool, str]:
+    import numpy as np
+
+    rows = np.asarray(check["rows"], dtype=np.float64)
+    x, y = rows[:, :-1], rows[:, -1].astype(np.int64)
+    features, classes = x.shape[1], int(y.max()) + 1
+    try:
+        data = _collected_bytes(log_dir, check["file"])
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            w = _npz_float_array(archive, check["weights"])
+            b = _npz_float_array(archive, check["bias"])
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        return False, f"{check['file']}: no readable {check['weights']}/{check['bias']}: {exc}"
+    if w.shape != (features, classes) or b.shape != (classes,):
+        return False, (
+            f"{check['file']}: {check['weights']} {list(w.shape)} and {check['bias']} "
+            f"{list(b.shape)}, want [{features}, {classes}] and [{classes}]"
+        )
+    if not (np.isfinite(w).all() and np.isfinite(b).all()):
+        return False, f"{check['file']}: the weights are not all finite"
+    std = np.asarray(check["std"], dtype=np.float64)
+    x = (x - np.asarray(check["mean"], dtype=np.float64)) / np.where(std == 0, 1.0, std)
+    space = ""
+    if "transform_file" in check:
+        text = _read(log_dir, check["transform_file"])
+        if text is None:
+            return False, f"{check['transform_file']} was not collected"
+        try:
+            t = _transform(text, features, classes)
+        except ValueError as exc:
+            return False, f"{check['transform_file']}: {exc}"
+        x = x[:, t["columns"]] * np.asarray(t["signs"], dtype=np.float64)
+        y = np.asarray(t["labels"])[y]
+        space = f" (in this attempt's space: columns {t['columns']}, signs {t['signs']}, "
+        space += f"labels {t['labels']})"
+    accuracy = float(np.mean(np.argmax(x @ w + b, axis=1) == y))
+    passed = accuracy >= check["min_accuracy"]
+    return passed, (
+        f"{check['file']}: accuracy {accuracy:.3f} on {len(y)} held-out rows{space}, "
+        f"want >= {check['min_accuracy']:g}"
+    )
+
+
+def _numpy_draw(check: dict[str, Any], text: str, log_dir: Path) -> tuple[bool, str]:
+    import numpy as np
+
+    seed_text = _read(log_dir, check["seed_file"])
+    seeds = re.findall(check["seed_pattern"], seed_text or "", re.MULTILINE)
+    if not seeds:
+        return False, f"{check['seed_file']}: no seed matching {check['seed_pattern']!r}"
+    seed = seeds[-1][0] if isinstance(seeds[-1], tuple) else seeds[-1]
+    if not seed.isdigit() or int(seed) >= 2**32:
+        return False, f"{check['seed_file']}: seed {seed!r} is not in [0, 2**32)"
+    expected = np.random.RandomState(int(seed)).standard_normal(check["count"])
+    found = re.findall(check["pattern"], text, re.MULTILINE)
+    if not found:
+        return False, f"{check['file']}: no line matching {check['pattern']!r}"
+    printed = found[-1][0] if isinstance(found[-1], tuple) else found[-1]
+    try:
+        got = [float(v) for v in printed.split()]
+    except ValueError:
+        return False, f"{check['file']}: {printed[:120]!r} is not a list of numbers"
+    tolerance = check.get("tolerance", 1e-12)
+    ok = len(got) == len(expected) and all(
+        math.isfinite(g) and abs(g - e) <= tolerance * max(1.0, abs(e))
+        for g, e in zip(got, expected, strict=False)
+    )
+    detail = f"{check['file']}: numpy's RandomState({seed}).standard_normal({check['count']})"
+    if ok:
+        return True, f"{detail} as computed here"
+    return False, f"{detail} is {expected[0]!r} ..., the machine printed {printed[:120]!r}"
+
+
 def judge(check: dict[str, Any], log_dir: Path) -> dict[str, Any]:
     """One check over the collected files: {name, passed, detail}."""
     text = _read(log_dir, check["file"])
     kind = check["kind"]
     if text is not None and kind == "array_shape":
         passed, detail = _array_shape(check, log_dir)
+    elif text is not None and kind == "elf_symbols":
+        passed, detail = _elf_symbols(check, log_dir)
+    elif text is not None and kind == "linear_model_score":
+        passed, detail = _linear_model_score(check, log_dir)
     elif text is None:
         passed, detail = False, f"{check['file']} was not collected"
     elif kind == "exists":
@@ -348,6 +751,8 @@ def judge(check: dict[str, Any], log_dir: Path) -> dict[str, Any]:
         detail = f"{check['file']} {'equals' if passed else 'differs from'} {check['other']}"
     elif kind == "values":
         passed, detail = _values(check, text)
+    elif kind == "numpy_draw":
+        passed, detail = _numpy_draw(check, text, log_dir)
     else:  # gpu_used
         rows = [r for r in text.splitlines() if r.strip() and not r.startswith(("pid", "No "))]
         passed = bool(rows)

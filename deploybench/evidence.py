@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
+import os
 import shutil
-import tarfile
+import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from deploybench import integrity, runfolder, verification
+from deploybench import archives, integrity, runfolder, verification
 
 # Exit codes of `timeout`: 124 when the budget ran out (GNU), 143 (busybox: SIGTERM), 137
 # when it had to SIGKILL.
@@ -24,17 +24,81 @@ TIMEOUT_CODES = {124, 137, 143}
 MAX_LOGS_BYTES = 16 * 1024 * 1024
 
 
-def _unpack(tarball: Path, dest: Path) -> None:
+# What collect_state.sh (roles/agent_stop/files/collect_state.sh) packs, and nothing else; tar
+# writes them as ./NAME beside the root folder ./, which archives.safe_unpack reads as NAME.
+STATE_NAMES = (
+    runfolder.RUNBOOK,
+    runfolder.AGENT_LOG,
+    runfolder.TRAJECTORY,
+    "git_status.txt",
+    "git_head.txt",
+    "git_diff.patch",
+    "dpkg.txt",
+    "pip_system.txt",
+    "pip_env.txt",
+    "processes_after_stop.txt",
+    "refused.txt",
+    "truncated.txt",
+)
+# Bounds above the script's own caps (64 MiB for the trajectory, 16 MiB for each output).
+STATE_LIMITS = {
+    "max_depth": 1,
+    "max_members": 64,
+    "max_file_bytes": 64 * 1024 * 1024,
+    "max_total_bytes": 256 * 1024 * 1024,
+}
+# The verifier's logs: any file names, each capped at 1 MiB by pack_logs.sh (a margin here).
+LOGS_LIMITS = {
+    "max_depth": 16,
+    "max_members": 4096,
+    "max_file_bytes": 4 * 1024 * 1024,
+    "max_total_bytes": 256 * 1024 * 1024,
+}
+# The line a refused state archive adds to the tamper scan's raw lines (integrity.TAMPER_KINDS).
+ARCHIVE_REFUSED = "ARCHIVE state refused: "
+
+
+def _unpack_into(source: Path | bytes, dest: Path, **rules) -> None:
+    """Unpack into a new folder beside dest, then move what it holds into dest (replacing a
+    file or folder of the same name): safe_unpack wants a new folder, and dest may already hold
+    the controller's own files (a playbook run by hand reuses its attempt folder; other stages
+    write into it), which must neither block the unpacking nor be removed by it. Raises
+    archives.ArchiveRefused; nothing of a refused archive reaches dest."""
     dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(tarball) as tar:
-        tar.extractall(dest, filter="data")
+    fresh = Path(tempfile.mkdtemp(prefix=".unpack-", dir=dest.parent))
+    try:
+        archives.safe_unpack(source, fresh, **rules)
+        for child in fresh.iterdir():
+            target = dest / child.name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.is_symlink() or target.exists():
+                target.unlink()
+            os.replace(child, target)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+
+
+def _unpack_state(tarball: Path, dest: Path) -> str | None:
+    """Unpack the state's tarball into dest; None, or why it was refused. A refused tarball
+    is kept as it came, unopened: it is the evidence of the refusal."""
+    try:
+        _unpack_into(tarball, dest, allowed=STATE_NAMES, **STATE_LIMITS)
+    except archives.ArchiveRefused as exc:
+        return str(exc)
     tarball.unlink()
+    return None
 
 
 def unpack_state(attempt: Path, rc: int, seconds: float, killed: int) -> dict:
     state = attempt / runfolder.STATE_DIR
     if (attempt / runfolder.STATE_TARBALL).is_file():
-        _unpack(attempt / runfolder.STATE_TARBALL, state)
+        refused = _unpack_state(attempt / runfolder.STATE_TARBALL, state)
+        if refused:
+            # The machine sent an archive that broke the rules (a link, a path that escapes, a
+            # name collect_state.sh never writes): tampered, judged by `judge` from this line.
+            with (attempt / runfolder.TAMPER_SCAN).open("a") as scan:
+                scan.write(ARCHIVE_REFUSED + " ".join(refused.split()) + "\n")
     # The files the analysis reads sit at the attempt's top level.
     for name in runfolder.AGENT_FILES:
         if (state / name).is_file():
@@ -68,18 +132,31 @@ def keep_agent_files(attempt: Path) -> None:
     encoded.unlink()
 
 
+def _unpack_logs(source: Path | bytes, dest: Path) -> str | None:
+    """Unpack the verifier's logs into dest; None, or why they could not be."""
+    try:
+        _unpack_into(source, dest, **LOGS_LIMITS)
+    except archives.ArchiveRefused as exc:
+        return f"the verifier's logs could not be unpacked: {exc}"
+    return None
+
+
 def _unpack_b64(encoded: Path, dest: Path) -> str | None:
     """Unpack the base64 tar.gz the verifier's pack step printed; None, or why it could not."""
-    dest.mkdir(parents=True, exist_ok=True)
     try:
         raw = base64.b64decode(b"".join(encoded.read_bytes().split()), validate=True)
-        with tarfile.open(fileobj=io.BytesIO(raw[:MAX_LOGS_BYTES]), mode="r:gz") as tar:
-            tar.extractall(dest, filter="data")
-    except (OSError, binascii.Error, tarfile.TarError, EOFError) as exc:
+    except (OSError, binascii.Error) as exc:
         return f"the verifier's logs could not be unpacked ({type(exc).__name__})"
+    else:
+        return _unpack_logs(raw[:MAX_LOGS_BYTES], dest)
     finally:
         encoded.unlink(missing_ok=True)
-    return None
+
+
+def _archive_refusals(attempt: Path) -> str:
+    """The ARCHIVE lines unpack_state added to the attempt's scan file."""
+    text = _text(attempt / runfolder.TAMPER_SCAN) or ""
+    return "".join(f"{line}\n" for line in text.splitlines() if line.startswith(ARCHIVE_REFUSED))
 
 
 def _text(path: Path | None) -> str | None:
@@ -102,13 +179,22 @@ def judge(
     the experiment ran (it does not on a machine that failed its integrity judgment)."""
     logs = attempt / runfolder.VERIFIER_DIR
     logs.mkdir(parents=True, exist_ok=True)
-    if (attempt / runfolder.VERIFIER_TARBALL).is_file():
-        _unpack(attempt / runfolder.VERIFIER_TARBALL, logs)
     unpack_error = None
     if (attempt / runfolder.VERIFIER_B64).is_file():
         unpack_error = _unpack_b64(attempt / runfolder.VERIFIER_B64, logs)
-    machine = integrity.judge(_text(scan), _text(probe))
-    for raw in (scan, probe):
+    elif (attempt / runfolder.VERIFIER_TARBALL).is_file():  # the logs as a file, not base64
+        unpack_error = _unpack_logs(attempt / runfolder.VERIFIER_TARBALL, logs)
+        (attempt / runfolder.VERIFIER_TARBALL).unlink()
+    scan_text = _text(scan)
+    own_scan = attempt / runfolder.TAMPER_SCAN
+    if scan is None or scan.resolve() != own_scan.resolve():
+        # A state archive unpack_state refused counts also where no scan ran (a broken machine)
+        # or the scan's lines were kept elsewhere.
+        refusals = _archive_refusals(attempt)
+        if refusals:
+            scan_text = (scan_text or "") + refusals
+    machine = integrity.judge(scan_text, _text(probe))
+    for raw in (scan, probe, own_scan):
         if raw is not None and raw.is_file() and raw.parent != logs:
             shutil.move(raw, logs / raw.name)
     timed_out = rc in TIMEOUT_CODES

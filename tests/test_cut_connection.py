@@ -7,7 +7,11 @@ Three ways of trying, played for real on local machines (deploybench/stage_failu
 - leaving a process that keeps killing every SSH session: the machine still answers, so the
   attempt is judged machine_broken (layer 0), not an infrastructure error;
 - mounting a read-only /tmp, where the stop stage keeps the state it collects: the stage fails
-  on the machine the agent left, machine_broken too."""
+  on the machine the agent left, machine_broken too.
+
+These are attacks on the path through the machine's login (cloud machines), run on local
+machines with DEPLOYBENCH_LOCAL_POST_AGENT=machine; on local machines' own path nothing enters
+the machine after the agent (tests/test_post_agent_from_host.py plays them there)."""
 
 import json
 
@@ -36,6 +40,11 @@ AGENTS = {
     },
     "readonly_tmp": {"command": "sudo mount -t tmpfs -o ro tmpfs /tmp && echo read-only /tmp\n"},
 }
+
+
+@pytest.fixture(autouse=True)
+def _through_the_machine(monkeypatch):
+    monkeypatch.setenv("DEPLOYBENCH_LOCAL_POST_AGENT", "machine")
 
 
 def test_cutting_the_connection_is_judged_never_an_infrastructure_error(

@@ -223,6 +223,8 @@ def test_legacycalc_passes_when_built_with_an_older_standard(tmp_path):
         "exit_code",
         "formulas_evaluated",
         "invalid_formulas_reported",
+        "binary_is_the_repositorys",
+        "binary_unchanged_by_its_run",
     }
 
 

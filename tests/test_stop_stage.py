@@ -1,5 +1,9 @@
 """Nothing outlives the agent: the stop stage ends every process that was not running before
-the agent's install step, chosen by process id and start time, whatever its name."""
+the agent's install step, chosen by process id and start time, whatever its name.
+
+This is the stop stage of the path through the machine's login (cloud machines); local
+machines run it when DEPLOYBENCH_LOCAL_POST_AGENT=machine, as here. Local machines' own stop
+(the host ends the container) is played in tests/test_post_agent_from_host.py."""
 
 import json
 import subprocess
@@ -14,6 +18,11 @@ END = REPO / "roles/agent_stop/files/end_agent_processes.py"
 # Each leftover sleeps a number of seconds no harness process uses, so it is found by its
 # number in any process list whatever it is called.
 MARKS = ("4441", "4442", "4443", "4444", "4445")
+
+
+@pytest.fixture(autouse=True)
+def _through_the_machine(monkeypatch):
+    monkeypatch.setenv("DEPLOYBENCH_LOCAL_POST_AGENT", "machine")
 
 
 def _leftovers(text: str) -> list[str]:

@@ -320,7 +320,8 @@ def test_an_agent_that_breaks_the_machine_or_its_trajectory_fails_not_infra(
     assert (broken["failure_layer"], broken["failure_category"]) == (0, "machine_broken")
     assert broken["agent_seconds"] < 60, broken  # not the budget (300 s)
     verdict = json.loads((runs / "broken" / TASK / "no_python3" / "1" / "verdict.json").read_text())
-    assert any(e.startswith("PROBE python3 broken") for e in verdict["machine"]["evidence"])
+    # Judged from the host (local machines): the image's python3 is missing from the layers.
+    assert any(e.startswith("MISSING python3") for e in verdict["machine"]["evidence"]), verdict
 
     garbage = rows["garbage"]
     assert garbage["status"] == "completed" and garbage["passed"] is False

@@ -25,6 +25,8 @@ COLLECT_BYTES=1048576
 # as_owner CMD...: run CMD as the workdir's owner in the machine's own environment (what is
 # judged): the owner's login facts (HOME, USER), the system PATH, the current folder. It is a
 # script beside the trusted shell, so `setsid "$TOOLS/as_owner" ...` starts a service with it.
+# The harness's own variables (where the logs and the tools are, who the owner is) are not
+# handed to the agent's programs; WORKDIR, SCRATCH and what an experiment exports are.
 export OWNER SYSTEM_PATH TOOLS
 # A missing program is reported in bash's words, which Layer 1's rules know.
 cat >"$TOOLS/as_owner" <<AS_OWNER
@@ -34,9 +36,9 @@ case "\$1" in
   *) PATH=\$SYSTEM_PATH command -v "\$1" >/dev/null || { echo "\$1: command not found" >&2; exit 127; } ;;
 esac
 if [ "\$(id -u)" = 0 ] && [ "\$OWNER" != root ]; then
-  exec su -s "\$TOOLS/sh" -c 'PATH=\$0; export PATH; exec "\$@"' -- "\$OWNER" "\$SYSTEM_PATH" "\$@"
+  exec su -s "\$TOOLS/sh" -c 'PATH=\$0; export PATH; exec "\$TOOLS/busybox" env -u LOG_DIR -u TOOLS -u OWNER -u SYSTEM_PATH -u DEPLOYBENCH_OWNER "\$@"' -- "\$OWNER" "\$SYSTEM_PATH" "\$@"
 fi
-PATH=\$SYSTEM_PATH exec "\$@"
+PATH=\$SYSTEM_PATH exec "\$TOOLS/busybox" env -u LOG_DIR -u TOOLS -u OWNER -u SYSTEM_PATH -u DEPLOYBENCH_OWNER "\$@"
 AS_OWNER
 chmod 755 "$TOOLS/as_owner"
 as_owner() {

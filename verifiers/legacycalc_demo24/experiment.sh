@@ -2,8 +2,11 @@
 #
 # Runs the binary the agent built ($WORKDIR/legacycalc), as the owner of WORKDIR, on formulas of
 # its own and collects what it printed; checks.yaml (on the controller) compares every value
-# with an independent evaluation. When there is no binary, a diagnostic `make` in a scratch copy
-# shows in the logs why (Layer 1 classifies its errors). RUNBOOK.MD is never read.
+# with an independent evaluation. The binary itself is collected too, before it runs, so the
+# controller can judge that it carries the repository's code (its ELF symbols and strings; a copy
+# of python3 with a .pth evaluator beside it prints the right values too). When there is no
+# binary, a diagnostic `make` in a scratch copy shows in the logs why (Layer 1 classifies its
+# errors). RUNBOOK.MD is never read.
 BIN="$WORKDIR/legacycalc"
 # Formulas the agent never saw: every operator, and every way a formula can be invalid.
 cat >"$SCRATCH/formulas.txt" <<'FORMULAS'
@@ -44,6 +47,12 @@ if ! grep -q '^magic: 7f454c46$' "$LOG_DIR/binary.txt" || ! grep -q '^executable
   exit 0
 fi
 
+# What is judged is what runs: the binary is collected (whole: the repository's build is about
+# 30 KB, 270 KB with -g3; the cap is 1 MiB) before any of the agent's code runs, and its
+# checksum is taken before and after the run.
+collect "$BIN" legacycalc.elf
+md5sum <"$BIN" >"$LOG_DIR/binary_before.md5" 2>&1
+
 {
   echo "== experiment: $BIN < formulas.txt"
   cd "$WORKDIR" && rc_of experiment as_owner timeout 30 "$BIN" <"$SCRATCH/formulas.txt" >"$SCRATCH/out.txt" 2>"$SCRATCH/err.txt"
@@ -51,3 +60,4 @@ fi
   cat "$LOG_DIR/output.txt" "$SCRATCH/err.txt"
   echo "exit code: $(cat "$LOG_DIR/experiment.rc")"
 } >"$LOG_DIR/03_experiment.log" 2>&1
+md5sum <"$BIN" >"$LOG_DIR/binary_after.md5" 2>&1

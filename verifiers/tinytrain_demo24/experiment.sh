@@ -2,10 +2,18 @@
 #
 # Trains one epoch with the agent's environment ($WORKDIR/env/bin/python train.py), as the owner
 # of WORKDIR, on readings of its own (the paper's three regimes, another draw and size: 90 rows
-# from seed 424242), and collects the metrics and the checkpoint; checks.yaml
-# judges them on the controller. RUNBOOK.MD is never read.
+# from seed 424242), and collects the metrics and the checkpoint; checks.yaml judges them on
+# the controller: it scores the checkpoint there on held-out rows the machine never sees.
+#
+# Every attempt gets a draw of its own, taken by this (trusted) shell from the kernel's random
+# device before any of the agent's code runs: the readings' feature columns are permuted and
+# some negated, and the three regime labels permuted. A model trained on them is the same model
+# in another basis, so train.py reaches the same accuracy; a checkpoint made beforehand (by
+# someone who read this file) does not fit the attempt's space. The environment's python also
+# computes numpy's RandomState(seed).standard_normal(5) for the attempt's seed, which the
+# controller recomputes: only real numpy prints those numbers. RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
-cat >"$SCRATCH/readings.csv" <<'READINGS'
+cat >"$SCRATCH/readings.orig.csv" <<'READINGS'
 wind,pressure,cloud,temp,regime
 7.208,8.727,6.627,17.066,2
 7.108,2.346,3.011,27.868,1
@@ -98,13 +106,54 @@ wind,pressure,cloud,temp,regime
 1.3,8.999,0.443,30.502,0
 7.188,9.117,7.697,12.458,2
 READINGS
+
+# The draw: 16 bytes of /dev/urandom (the kernel's character device 1:9, recorded and checked on
+# the controller), read by busybox's od: a seed below 2**32 and a Fisher-Yates shuffle of the 4
+# columns and of the 3 labels, and 4 signs.
+URANDOM=$(stat -c '%F %t:%T' /dev/urandom 2>&1)
+set -- $(od -An -tu4 -N16 /dev/urandom) 0 0 0 0
+DRAW=$(awk -v a="$1" -v b="$2" -v c="$3" -v d="$4" '
+  function shuffle(n, r,   i, j, t, out) {
+    for (i = 0; i < n; i++) p[i] = i
+    for (i = n - 1; i > 0; i--) { j = r % (i + 1); r = int(r / (i + 1)); t = p[i]; p[i] = p[j]; p[j] = t }
+    out = p[0]
+    for (i = 1; i < n; i++) out = out " " p[i]
+    return out
+  }
+  BEGIN {
+    printf "seed: %.0f\n", a
+    printf "columns: %s\n", shuffle(4, b)
+    s = ""
+    for (i = 0; i < 4; i++) { s = s (i ? " " : "") ((c % 2) ? -1 : 1); c = int(c / 2) }
+    printf "signs: %s\n", s
+    printf "labels: %s\n", shuffle(3, d)
+  }')
+SEED=$(echo "$DRAW" | sed -n 's/^seed: //p')
+# Column j of the attempt's readings is signs[j] times column columns[j] of the readings above
+# (negated as text, so every value stays exact); regime r becomes labels[r].
+awk -F, -v cols="$(echo "$DRAW" | sed -n 's/^columns: //p')" \
+  -v signs="$(echo "$DRAW" | sed -n 's/^signs: //p')" \
+  -v labels="$(echo "$DRAW" | sed -n 's/^labels: //p')" '
+  BEGIN { n = split(cols, c, " "); split(signs, s, " "); split(labels, l, " ") }
+  NR == 1 { h = ""; for (j = 1; j <= n; j++) h = h $(c[j] + 1) ","; print h $(n + 1); next }
+  {
+    row = ""
+    for (j = 1; j <= n; j++) {
+      v = $(c[j] + 1)
+      if (s[j] < 0) v = (substr(v, 1, 1) == "-") ? substr(v, 2) : "-" v
+      row = row v ","
+    }
+    print row l[$(n + 1) + 1]
+  }' "$SCRATCH/readings.orig.csv" >"$SCRATCH/readings.csv"
 chown "$OWNER" "$SCRATCH/readings.csv"
 
 {
   echo "== environment: $PY_ENV"
-  cd "$WORKDIR" && rc_of environment as_owner "$PY_ENV" -c 'import sys, numpy; print(sys.version.split()[0], sys.prefix, "numpy", numpy.__version__)'
+  cd "$WORKDIR" && rc_of environment as_owner "$PY_ENV" -c 'import sys, numpy; print(sys.version.split()[0], sys.prefix, "numpy", numpy.__version__); print("draw:", " ".join(repr(float(v)) for v in numpy.random.RandomState(int(sys.argv[1])).standard_normal(5)))' "$SEED" >"$SCRATCH/numpy.txt"
+  cat "$SCRATCH/numpy.txt"
   echo "exit code: $(cat "$LOG_DIR/environment.rc")"
 } >"$LOG_DIR/01_environment.log" 2>&1
+collect "$SCRATCH/numpy.txt" numpy_draw.txt
 
 {
   echo "== experiment: env/bin/python train.py --data <verifier readings> --epochs 1 --out <scratch>"
@@ -114,3 +163,6 @@ chown "$OWNER" "$SCRATCH/readings.csv"
 
 collect "$SCRATCH/out/metrics.json" metrics.json
 collect "$SCRATCH/out/checkpoint.npz" checkpoint.npz
+# Written last, from the shell's own copy of the draw (nothing the agent's code ran could change
+# it): the controller reads the seed and the space of the attempt from here.
+printf 'urandom: %s\n%s\n' "$URANDOM" "$DRAW" >"$LOG_DIR/draw.txt"

@@ -7,8 +7,9 @@
 #
 # Everything here was the agent's to shape, so: files are copied only when they are regular,
 # reached through no symbolic link, not hard-linked elsewhere, and only up to a size cap;
-# nothing the agent wrote is executed (git runs with hooks, fsmonitor, external diff and
-# textconv off; Python packages are listed from their metadata folders, not by pip).
+# nothing the agent wrote is executed (git runs on a fresh git folder of ours, without the
+# workdir's config, hooks or attributes, and with fsmonitor, external diff and textconv off;
+# Python packages are listed from their metadata folders, not by pip).
 set -u
 workdir=$1 commit=$2 control=$3
 # Size caps in bytes (the README states them): the rest of a longer file is cut off and the
@@ -55,18 +56,77 @@ copy_capped "$workdir/RUNBOOK.MD" "$out/RUNBOOK.MD" "$CAP_RUNBOOK"
 copy_capped "$control/agent.log" "$out/agent.log" "$CAP_LOG"
 copy_capped "$control/trajectory.jsonl" "$out/trajectory.jsonl" "$CAP_TRAJECTORY"
 
-git_() {
-  GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_EXTERNAL_DIFF= GIT_PAGER=cat \
-    git -c safe.directory='*' -c core.fsmonitor=false -c core.hooksPath=/dev/null \
-    -c core.untrackedCache=false -C "$workdir" "$@"
+# Git runs as root on the agent's tree, so it must read nothing the agent could make it run:
+# not the workdir's .git/config (a filter.<name>.clean/smudge, core.fsmonitor, core.pager,
+# diff.external... would run as root), not its hooks, info/ or attributes. It runs on a fresh
+# GIT_DIR of ours holding only HEAD (a commit id), a copy of the index and an alternates file
+# that points at the workdir's .git/objects (objects are data; git only parses them). A
+# .gitattributes in the work tree can still name a filter or diff driver, but with no
+# filter.<name>.clean or diff.<name>.command in any config git reads, no command runs.
+# The workdir's .git must be a plain folder reached through no link; its HEAD, refs and index
+# are read as plain files (regular, one link, no symbolic link on the way).
+hex40='^[0-9a-f]{40}$'
+# plain_file PATH: a regular file with one link, reached through no symbolic link.
+plain_file() {
+  [ ! -L "$1" ] && [ -f "$1" ] && [ "$(realpath -e -- "$1" 2>/dev/null)" = "$1" ] \
+    && [ "$(stat -c %h -- "$1")" = 1 ]
 }
-if [ "$(realpath -e -- "$workdir" 2>/dev/null)" = "$workdir" ] && [ -d "$workdir" ]; then
-  git_ status --porcelain=v1 --untracked-files=normal 2>&1 | capped git_status.txt "$CAP_OUTPUT"
+# head_commit GIT: the commit HEAD names, from plain reads of HEAD, refs/ and packed-refs;
+# nothing when it cannot be read so.
+head_commit() {
+  local g=$1 head ref id=
+  plain_file "$g/HEAD" || return 0
+  head=$(head -c 4096 -- "$g/HEAD" | head -n 1)
+  if printf '%s\n' "$head" | grep -Eq "$hex40"; then
+    echo "$head"
+    return 0
+  fi
+  ref=${head#ref: }
+  # A branch name only: refs/..., no "..", no "//", no odd characters.
+  printf '%s\n' "$ref" | grep -Eq '^refs/[A-Za-z0-9._/-]+$' || return 0
+  case "$ref" in *..* | *//* | */ | */.* | *.lock) return 0 ;; esac
+  if plain_file "$g/$ref"; then
+    id=$(head -c 4096 -- "$g/$ref" | head -n 1)
+  elif plain_file "$g/packed-refs"; then
+    id=$(head -c "$CAP_OUTPUT" -- "$g/packed-refs" \
+      | awk -v r="$ref" '$2 == r && $1 ~ /^[0-9a-f]+$/ { print $1; exit }')
+  fi
+  if printf '%s\n' "$id" | grep -Eq "$hex40"; then echo "$id"; fi
+}
+
+gitdir=
+git_() {
+  env -u GIT_DIR -u GIT_WORK_TREE -u GIT_INDEX_FILE -u GIT_OBJECT_DIRECTORY \
+    -u GIT_ALTERNATE_OBJECT_DIRECTORIES -u GIT_CONFIG -u GIT_CONFIG_PARAMETERS \
+    -u GIT_CONFIG_COUNT -u GIT_COMMON_DIR -u GIT_CEILING_DIRECTORIES \
+    GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 GIT_EXTERNAL_DIFF= \
+    GIT_PAGER=cat PAGER=cat GIT_NO_LAZY_FETCH=1 GIT_TERMINAL_PROMPT=0 \
+    git -c safe.directory='*' -c core.fsmonitor=false -c core.hooksPath=/dev/null \
+    -c core.untrackedCache=false -c core.attributesFile=/dev/null \
+    -c diff.ignoreSubmodules=all -c submodule.recurse=false \
+    --git-dir="$gitdir" --work-tree="$workdir" -C "$workdir" "$@"
+}
+if [ "$(realpath -e -- "$workdir" 2>/dev/null)" = "$workdir" ] && [ -d "$workdir" ] \
+  && [ ! -L "$workdir/.git" ] && [ -d "$workdir/.git" ] \
+  && [ ! -L "$workdir/.git/objects" ] && [ -d "$workdir/.git/objects" ]; then
+  gitdir=$(mktemp -d "$base/git.XXXXXXXX") || exit 1
+  mkdir -p "$gitdir/objects/info" "$gitdir/refs"
+  head=$(head_commit "$workdir/.git")
+  echo "${head:-$commit}" > "$gitdir/HEAD"
+  if plain_file "$workdir/.git/index"; then
+    head -c "$CAP_TRAJECTORY" -- "$workdir/.git/index" > "$gitdir/index"
+  fi
+  echo "$workdir/.git/objects" > "$gitdir/objects/info/alternates"
+  # Submodules are not entered: git would run in them with their own config.
+  git_ status --porcelain=v1 --untracked-files=normal --ignore-submodules=all 2>&1 \
+    | capped git_status.txt "$CAP_OUTPUT"
   git_ rev-parse HEAD 2>&1 | capped git_head.txt 4096
   # Tracked edits against the pinned commit, committed or not.
-  git_ diff --no-ext-diff --no-textconv "$commit" -- . 2>&1 | capped git_diff.patch "$CAP_OUTPUT"
+  git_ diff --no-ext-diff --no-textconv --ignore-submodules=all "$commit" -- . 2>&1 \
+    | capped git_diff.patch "$CAP_OUTPUT"
+  rm -rf -- "$gitdir"
 else
-  echo "$workdir is missing or reached through a symbolic link" > "$out/git_status.txt"
+  echo "$workdir or its .git is missing or reached through a symbolic link" > "$out/git_status.txt"
 fi
 dpkg-query -W -f='${Package}\t${Version}\n' 2>&1 | capped dpkg.txt "$CAP_OUTPUT"
 

@@ -1,0 +1,168 @@
+"""After the agent, a local machine is judged from the host (deploybench/local/after_agent.py):
+nothing enters it through its sshd, login shell, PAM, sudo or python3. Played for real: agents
+with root plant the start-up hooks that forged a PASS when the harness went in through the
+machine's login after them, break the machine to dodge a verdict, or leave a program that
+tries to read the verifier. Each hook, if it ever ran, would leave a file in /var/tmp; none may.
+A reference attempt in the same run must still PASS (the neighbour is unharmed)."""
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import machine_processes, run_cli, run_results
+
+pytestmark = [pytest.mark.slow, pytest.mark.privileged]
+
+TASK = "legacycalc_demo24"
+
+
+def _hook(name: str) -> str:
+    return f"touch /var/tmp/door-{name}"
+
+
+PTH_LINE = "import os; open('/var/tmp/door-pth', 'a')"
+# The planting is each command's last step, so the agent's own later commands set off nothing.
+DOORS = {
+    "ssh_rc": (
+        "mkdir -p ~/.ssh && printf '%s\\n' "
+        + shlex.quote(_hook("ssh-rc"))
+        + " 'sleep 100000' > ~/.ssh/rc"
+    ),
+    "authorized_keys": (
+        f"sed -i 's|^|command=\"{_hook('authorized-keys')}\" |' ~/.ssh/authorized_keys"
+    ),
+    "shell_rc": (
+        f"echo {shlex.quote(_hook('bashrc'))} >> ~/.bashrc && "
+        f"echo {shlex.quote(_hook('profile'))} | sudo tee -a /etc/bash.bashrc /etc/profile"
+        " /etc/environment >/dev/null"
+    ),
+    "sshd_force_command": (
+        f"printf 'Match User vm\\n  ForceCommand {_hook('sshd')}\\n'"
+        " | sudo tee -a /etc/ssh/sshd_config >/dev/null"
+    ),
+    "pam_exec": (
+        "echo 'session optional pam_exec.so /usr/bin/touch /var/tmp/door-pam'"
+        " | sudo tee -a /etc/pam.d/sudo /etc/pam.d/sshd >/dev/null"
+    ),
+    "git_filter": (
+        "sudo setsid nohup sleep 4447 >/dev/null 2>&1 < /dev/null & "
+        f"git config filter.evil.clean {shlex.quote(_hook('git'))} && "
+        "git config filter.evil.smudge cat && echo '* filter=evil' > .gitattributes"
+    ),
+    # A .pth that would run in every python3 the harness started (the stop stage's), and a
+    # process it would have hidden.
+    "pth_hider": (
+        "sudo setsid nohup sleep 4446 >/dev/null 2>&1 < /dev/null & "
+        f"echo {shlex.quote(PTH_LINE)}"
+        " | sudo tee /usr/lib/python3/dist-packages/zz-door.pth >/dev/null"
+    ),
+    "uid0_user": "sudo sed -i 's/^vm:x:1000:1000:/vm:x:0:0:/' /etc/passwd",
+    # The container's PID 1 (its sshd) ends: the machine is gone under the harness.
+    "kill_init": "sudo kill -TERM 1; sleep 5",
+}
+
+# A real ELF named like the task's binary that runs a shell script as the experiment's
+# program: it reports who it runs as and everything of the verifier it can read.
+LEAKER = r"""
+sudo apt-get update -q >/dev/null 2>&1; sudo apt-get install -y -q gcc libc6-dev >/dev/null 2>&1
+cat > /tmp/leak.c <<'C'
+#include <unistd.h>
+int main(void) { execl("/bin/sh", "sh", "/home/vm/leak.sh", (char *)0); return 1; }
+C
+gcc -o legacycalc /tmp/leak.c
+cat > /home/vm/leak.sh <<'SH'
+echo "LEAK id: $(id)"
+grep NoNewPrivs /proc/self/status | sed 's/^/LEAK /'
+for f in /.deploybench-verify/script/verify.sh /.deploybench-verify/logs/binary.txt; do
+  cat "$f" 2>&1 | head -3 | sed 's/^/LEAK read: /'
+done
+for p in /proc/[0-9]*; do
+  [ "$p" = "/proc/$$" ] && continue
+  tr '\0' '\n' < "$p/environ" 2>/dev/null | sed 's/^/LEAK env: /'
+  for fd in "$p"/fd/*; do head -c 400 "$fd" 2>/dev/null | sed 's/^/LEAK fd: /'; done
+done
+tr '\0' '\n' < /proc/self/environ | sed 's/^/LEAK own env: /'
+sudo -n id 2>&1 | sed 's/^/LEAK sudo: /'
+(echo > /dev/tcp/127.0.0.1/22) 2>&1 | sed 's/^/LEAK net: /'
+SH
+"""
+# Text only the verifier's script holds (experiment_lib.sh, the experiment's own comment).
+SCRIPT_ONLY = ("COLLECT_BYTES=1048576", "Layer 2 experiment of legacycalc_demo24")
+
+
+def _verdict(run: Path, agent: str) -> dict:
+    return json.loads((run / TASK / agent / "1" / "verdict.json").read_text())
+
+
+def test_no_door_the_agent_planted_is_entered_after_it(root_host, runs, state_home, tmp_path):
+    config = tmp_path / "agents.yaml"
+    agents = {name: {"command": cmd} for name, cmd in DOORS.items()}
+    agents["leaker"] = {"command": LEAKER}
+    config.write_text(yaml.safe_dump(agents))
+    names = ["reference", *agents]
+    run_cli(
+        "run", "--agent", ",".join(names), "--agent-config", config, "--tasks", TASK,
+        "--parallel", "3", "--agent-seconds", "600", "--run-id", "doors", timeout=1500,
+    )  # fmt: skip
+    run = runs / "doors"
+    rows = {r["agent"]: r for r in run_results(run)}
+    assert not (run / "infra_errors.jsonl").exists(), (run / "infra_errors.jsonl").read_text()
+    assert sorted(rows) == sorted(names)
+    assert rows["reference"]["passed"] is True, rows["reference"]
+    for name in agents:
+        row = rows[name]
+        assert row["status"] == "completed" and row["passed"] is False, (name, row)
+        verdict = _verdict(run, name)
+        assert verdict["trust"] == "host", name
+        changed = (run / TASK / name / "1" / "state/changed_files.txt").read_text()
+        assert "/var/tmp/door-" not in changed, (name, changed)
+        # What the agent left running was ended from the host, never by the machine's python.
+        stop = json.loads((run / TASK / name / "1" / "stop.json").read_text())
+        assert stop["agent_rc"] is not None
+    assert not machine_processes(state_home), "a machine outlived its attempt"
+
+    # Recorded, not judged: no way in was used after the agent.
+    for name, path in (
+        ("ssh_rc", "/home/vm/.ssh/rc"),
+        ("authorized_keys", "/home/vm/.ssh/authorized_keys"),
+        ("shell_rc", "/etc/bash.bashrc"),
+        ("sshd_force_command", "/etc/ssh/sshd_config"),
+        ("pam_exec", "/etc/pam.d/sudo"),
+        ("git_filter", f"/home/vm/Desktop/{TASK}/.git/config"),
+    ):
+        recorded = _verdict(run, name)["machine"]["recorded"]
+        assert f"STARTUP {path}" in recorded, (name, recorded)
+    # Judged: what would run inside the experiment, or hand it root.
+    pth = _verdict(run, "pth_hider")["machine"]
+    assert pth["category"] == "tampered" and pth["evidence"][0].startswith(
+        "PTH /usr/lib/python3/dist-packages/zz-door.pth"
+    ), pth
+    users = _verdict(run, "uid0_user")["machine"]
+    assert users["category"] == "tampered", users
+    assert "USERS /etc/passwd vm has uid 0" in users["evidence"], users
+    gone = rows["kill_init"]
+    assert (gone["failure_layer"], gone["failure_category"]) == (0, "machine_broken"), gone
+    # The leftover processes were ended with the machine.
+    for name, mark in (("git_filter", "sleep 4447"), ("pth_hider", "sleep 4446")):
+        at_stop = (run / TASK / name / "1" / "state/processes_at_stop.txt").read_text()
+        assert mark in at_stop, (name, at_stop)
+        assert (
+            json.loads((run / TASK / name / "1" / "stop.json").read_text())["killed_processes"] >= 1
+        )
+
+    # The leaker's program ran as the agent's user, without new privileges, and read nothing
+    # of the verifier: not its script, not its logs, not its environment, no network.
+    logs = run / TASK / "leaker" / "1" / "verifier"
+    text = "\n".join(p.read_text(errors="replace") for p in logs.rglob("*") if p.is_file())
+    assert "LEAK id: uid=1000(vm)" in text, text[:3000]
+    assert "LEAK NoNewPrivs:\t1" in text
+    for secret in SCRIPT_ONLY:
+        assert secret not in text, secret
+    leaked_env = [ln for ln in text.splitlines() if ln.startswith(("LEAK env:", "LEAK own env:"))]
+    assert not [ln for ln in leaked_env if "LOG_DIR" in ln or "TOOLS=" in ln], leaked_env
+    read = [ln for ln in text.splitlines() if ln.startswith("LEAK read:")]
+    assert read and all("Permission denied" in ln for ln in read), read
+    assert "LEAK sudo: uid=0" not in text
