@@ -74,6 +74,11 @@ class Attempt:
         return runfolder.attempt_dir(run_dir, self.task_id, self.agent, self.number)
 
 
+# Processes and threads an attempt's machine may hold at once (where its backend enforces it):
+# far above what a build or a training run starts, well below what hurts a shared host.
+LIMIT_PROCESSES = 4096
+
+
 class Runner:
     def __init__(self, options: RunOptions):
         self.o = options
@@ -85,11 +90,16 @@ class Runner:
     # ---------- one attempt ----------
     def _request(self, task_id: str, agent: str) -> MachineRequest:
         task = self.o.tasks[task_id]
+        sizes = task.get("machine") or {}
+        disk_gb = max(8, int(sizes.get("disk_gb", 100)))
         return MachineRequest(
             run_id=f"a{secrets.token_hex(4)}",
             image=self.o.image,
             gpu=bool(task.get("gpu")) and not self.o.cpu_only,
-            disk_gb=max(8, int((task.get("machine") or {}).get("disk_gb", 100))),
+            disk_gb=disk_gb,
+            limit_memory_gb=float(sizes.get("memory_gb", 64)),
+            limit_disk_gb=disk_gb,
+            limit_processes=LIMIT_PROCESSES,
             tags={"run": self.run_id, "task": task_id, "agent": agent},
         )
 

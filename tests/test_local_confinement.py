@@ -171,8 +171,8 @@ def test_root_in_a_machine_reaches_nothing_of_the_host_nor_the_other_machine(
         f"{state_home}/{marker}",
         f"{lower}/{marker}",
         f"{lower}/usr/bin/{marker}",
-        f"{other_dir}/upper/{marker}",
-        f"{other_dir}/upper/home/vm/.ssh/authorized_keys",
+        f"{other_dir}/layer/upper/{marker}",
+        f"{other_dir}/layer/upper/home/vm/.ssh/authorized_keys",
     ]
     kernel = {
         "/proc/sys/kernel/core_pattern": "|/tmp/agent-core-handler",
@@ -180,7 +180,7 @@ def test_root_in_a_machine_reaches_nothing_of_the_host_nor_the_other_machine(
         "/sys/kernel/uevent_helper": "/tmp/agent-uevent",
     }
     before = {path: Path(path).read_text() for path in kernel if Path(path).exists()}
-    other_keys = (other_dir / "upper/home/vm/.ssh/authorized_keys").read_text()
+    other_keys = (other_dir / "layer/upper/home/vm/.ssh/authorized_keys").read_text()
     disk = os.stat("/").st_dev
     config = {
         "read": [
@@ -192,7 +192,7 @@ def test_root_in_a_machine_reaches_nothing_of_the_host_nor_the_other_machine(
             str(images.images_dir()),
             str(lower),
             str(other_dir / "id_ed25519"),
-            str(other_dir / "upper"),
+            str(other_dir / "layer/upper"),
             str(agent_dir / "id_ed25519"),
             "/var/lib/deploybench",
         ],
@@ -240,7 +240,7 @@ def test_root_in_a_machine_reaches_nothing_of_the_host_nor_the_other_machine(
                 Path(path).write_text(text.strip() or "\n")
     # Checked from the host: nothing of the host, the image or the other machine changed.
     assert escaped == [] and changed == {}
-    assert (other_dir / "upper/home/vm/.ssh/authorized_keys").read_text() == other_keys
+    assert (other_dir / "layer/upper/home/vm/.ssh/authorized_keys").read_text() == other_keys
     assert ssh(other, "ls /home/vm").stdout.strip() == ""
 
 

@@ -166,3 +166,61 @@ def test_no_door_the_agent_planted_is_entered_after_it(root_host, runs, state_ho
     read = [ln for ln in text.splitlines() if ln.startswith("LEAK read:")]
     assert read and all("Permission denied" in ln for ln in read), read
     assert "LEAK sudo: uid=0" not in text
+
+
+# Past each of the task's limits (legacycalc_demo24: 1 GiB of memory, 8 GiB of disk, the
+# runner's 4096 processes): memory by a 3 GiB buffer, processes by threads, disk by reserving
+# 20 GiB. Each must fail inside the machine, and nothing of it may reach the host.
+HOG = r"""
+python3 -c 'a = bytearray(3 * 2**30); print("allocated", len(a))'; echo "memory rc=$?"
+python3 - <<'PY'
+import threading, time
+started = []
+try:
+    for _ in range(10000):
+        t = threading.Thread(target=time.sleep, args=(20,), daemon=True)
+        t.start()
+        started.append(t)
+except RuntimeError as exc:
+    print("threads stopped at", len(started), exc)
+else:
+    print("threads all", len(started))
+PY
+fallocate -l 20G /home/vm/big; echo "disk rc=$?"
+df -k /home/vm | tail -1
+"""
+
+
+def _host_free() -> tuple[float, float]:
+    import shutil
+
+    with open("/proc/meminfo") as f:
+        mem = {ln.split(":")[0]: int(ln.split()[1]) for ln in f}
+    return mem["MemAvailable"] / 2**20, shutil.disk_usage("/var/lib").free / 2**30
+
+
+def test_a_machine_past_its_limits_fails_inside_it(root_host, runs, state_home, tmp_path):
+    config = tmp_path / "agents.yaml"
+    config.write_text(yaml.safe_dump({"hog": {"command": HOG}}))
+    mem_before, disk_before = _host_free()
+    run_cli(
+        "run", "--agent", "reference,hog", "--agent-config", config, "--tasks", TASK,
+        "--parallel", "2", "--run-id", "limits", timeout=900,
+    )  # fmt: skip
+    mem_after, disk_after = _host_free()
+    run = runs / "limits"
+    rows = {r["agent"]: r for r in run_results(run)}
+    assert not (run / "infra_errors.jsonl").exists()
+    assert rows["reference"]["passed"] is True, rows["reference"]
+    hog = rows["hog"]
+    assert hog["status"] == "completed" and hog["passed"] is False, hog
+    log = (run / TASK / "hog" / "1" / "agent.log").read_text()
+    assert "\nallocated " not in log and "memory rc=0" not in log, log
+    assert "threads stopped at" in log, log
+    stopped_at = int(log.split("threads stopped at", 1)[1].split()[0])
+    assert stopped_at < 4096, log
+    assert "disk rc=0" not in log and "No space left on device" in log, log
+    # The host noticed nothing lasting (other tests may run beside this one: a margin).
+    assert abs(mem_after - mem_before) < 1.5, (mem_before, mem_after)
+    assert abs(disk_after - disk_before) < 1.0, (disk_before, disk_after)
+    assert not machine_processes(state_home)

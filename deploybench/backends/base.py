@@ -36,6 +36,11 @@ class MachineRequest:
     owner: str = "deploybench"
     name_prefix: str = "db"
     tags: dict[str, str] = field(default_factory=dict)
+    # The task's own limits, for a backend whose machines share a host (local): the machine's
+    # memory and writable disk (GiB) and processes. A cloud machine's size is its limit.
+    limit_memory_gb: float | None = None
+    limit_disk_gb: int | None = None
+    limit_processes: int | None = None
 
 
 class Backend(ABC):

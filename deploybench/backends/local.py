@@ -57,6 +57,16 @@ def _memory_gb() -> float:
     return round(kib / 1024 / 1024, 1)
 
 
+# Memory left to the host and the harness whatever a task asks for.
+HOST_RESERVE_GB = 2.0
+
+
+def _memory_limit_mb(wanted_gb: float | None) -> int:
+    if not wanted_gb:
+        return 0
+    return int(max(0.5, min(wanted_gb, _memory_gb() - HOST_RESERVE_GB)) * 1024)
+
+
 class LocalBackend(Backend):
     name = "local"
     default_image = "debian12"
@@ -123,6 +133,12 @@ class LocalBackend(Backend):
             "state_dir": str(state_home()),
             "python": sys.executable,
             "ssh_ports": free_ports(request.count),
+            # The task's limits, capped by the host's memory (a 64 GiB task on a smaller host
+            # gets all of it but a reserve) and enforced by the machine's cgroup and its
+            # writable layer's size (deploybench/local/machine.py).
+            "limit_memory_mb": _memory_limit_mb(request.limit_memory_gb),
+            "limit_processes": int(request.limit_processes or 0),
+            "limit_disk_gb": int(request.limit_disk_gb or 0),
         }
 
     # A deployment's machines are named from its request (see the module's locals), and the

@@ -180,10 +180,10 @@ def judge(state_dir: Path, name: str, attempt: Path, task_id: str, hand: dict[st
     state.mkdir(parents=True, exist_ok=True)
     (state / "processes_at_stop.txt").write_text("".join(f"{row}\n" for row in rows))
     lower = Path(info.get("image_dir", ""))
-    m = layers.Machine(mdir / "upper", lower)
+    m = layers.Machine(machine.upper_dir(mdir), lower)
     workdir, control = hand["workdir"], hand["control_dir"]
     _state(m, state, workdir, control)
-    raw_scan = scan.scan(mdir / "upper", lower, machine.unchanged_since_agent(mdir))
+    raw_scan = scan.scan(machine.upper_dir(mdir), lower, machine.unchanged_since_agent(mdir))
     files["scan"].write_text(raw_scan)
     probe = None
     if not alive:

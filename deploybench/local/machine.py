@@ -32,6 +32,9 @@ from deploybench.local import images, layers
 
 BOOT_SCRIPT = Path(__file__).with_name("boot.sh")
 BEFORE_AGENT = "before_agent.json"
+LAYER = "layer"
+# Disk left to the host whatever a task asks for.
+HOST_DISK_RESERVE_GB = 4
 SSH_WAIT_SECONDS = 30
 
 
@@ -178,12 +181,50 @@ def _trust_host_cas(upper: Path) -> None:
         shutil.copy(bundle, upper / "etc/ssl/certs/ca-certificates.crt")
 
 
+def upper_dir(mdir: Path) -> Path:
+    """The machine's writable layer: what changed on it."""
+    return mdir / LAYER / "upper"
+
+
+def _writable_layer(mdir: Path, disk_gb: int) -> None:
+    """The folder of the overlay's upper and work folders: with disk_gb, a file system of that
+    size of its own (an ext4 image, sparse, mounted on the host), so a machine that writes past
+    its disk gets ENOSPC and the host's disk does not notice; else a plain folder."""
+    layer = mdir / LAYER
+    layer.mkdir(mode=0o700)
+    if disk_gb <= 0:
+        return
+    free_gb = shutil.disk_usage(mdir).free / 2**30
+    size_gb = max(1, min(disk_gb, int(free_gb - HOST_DISK_RESERVE_GB)))
+    image = mdir / "disk.img"
+    with open(image, "wb") as f:
+        f.truncate(size_gb * 2**30)
+    subprocess.run(
+        ["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1", str(image)], check=True
+    )
+    subprocess.run(
+        ["mount", "-o", "loop,nosuid,nodev", str(image), str(layer)],
+        check=True,
+        capture_output=True,
+    )
+    os.chmod(layer, 0o700)
+    shutil.rmtree(layer / "lost+found", ignore_errors=True)
+
+
+def _release_layer(mdir: Path) -> None:
+    """Unmount the machine's own file system, if it has one (lazily: a process of the host
+    still holding a file there must not keep the mount)."""
+    layer = mdir / LAYER
+    if layer.is_dir() and os.path.ismount(layer):
+        subprocess.run(["umount", "-l", str(layer)], check=False, capture_output=True)
+
+
 def _prepare_upper(mdir: Path, name: str, lower: Path) -> None:
     """Files every machine gets before boot: its keys, name and DNS settings, owned by the
     machine's users (host ids shifted by images.UID_BASE)."""
-    upper = mdir / "upper"
-    for sub in ("upper", "work", "root"):
-        (mdir / sub).mkdir(parents=True, exist_ok=True)
+    upper = upper_dir(mdir)
+    for sub in (upper, mdir / LAYER / "work", mdir / "root"):
+        sub.mkdir(parents=True, exist_ok=True)
     key = mdir / "id_ed25519"
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"deploybench-{name}", "-f", key],
@@ -223,7 +264,18 @@ def _prepare_upper(mdir: Path, name: str, lower: Path) -> None:
     (mdir / "baseline.json").write_text(json.dumps(baseline))
 
 
-def up(state_dir: Path, name: str, port: int, image: str, gpu: bool, tags: dict) -> dict:
+def up(
+    state_dir: Path,
+    name: str,
+    port: int,
+    image: str,
+    gpu: bool,
+    tags: dict,
+    limits: dict | None = None,
+) -> dict:
+    """Boot a machine. limits: memory_mb, processes (its cgroup's) and disk_gb (its writable
+    layer's size); 0 or missing for none."""
+    limits = {k: int(v or 0) for k, v in (limits or {}).items()}
     require_root()
     lower = images.image_path(image)
     if not images.is_built(image):
@@ -236,12 +288,14 @@ def up(state_dir: Path, name: str, port: int, image: str, gpu: bool, tags: dict)
     old = read_info(mdir)
     if old and is_alive(old):
         raise DeployBenchError(f"machine {name} is already running")
+    _release_layer(mdir)
     shutil.rmtree(mdir, ignore_errors=True)
     # Root-only on the host: keys, overlays and state of one machine are no one else's, and
     # every machine's root is an unprivileged host user that could not enter them anyway.
     machines_dir(state_dir).mkdir(parents=True, exist_ok=True)
     os.chmod(machines_dir(state_dir), 0o700)
     mdir.mkdir(mode=0o700)
+    _writable_layer(mdir, limits.get("disk_gb", 0))
     _prepare_upper(mdir, name, lower)
     if gpu and not any(Path("/dev").glob("nvidia[0-9]*")):
         raise DeployBenchError("--gpu asked for, but this host has no /dev/nvidia* device")
@@ -259,14 +313,17 @@ def up(state_dir: Path, name: str, port: int, image: str, gpu: bool, tags: dict)
                 "bash",
                 str(BOOT_SCRIPT),
                 str(lower),
-                str(mdir / "upper"),
-                str(mdir / "work"),
+                str(upper_dir(mdir)),
+                str(mdir / LAYER / "work"),
                 str(mdir / "root"),
                 name,
                 str(port),
                 "1" if gpu else "0",
                 str(images.UID_BASE),
                 cgroup,
+                "boot",
+                str(limits.get("memory_mb", 0) * 2**20),
+                str(limits.get("processes", 0)),
             ],
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -287,6 +344,7 @@ def up(state_dir: Path, name: str, port: int, image: str, gpu: bool, tags: dict)
         "init_pid": init_pid,
         "uid_base": images.UID_BASE,
         "cgroup": cgroup,
+        "limits": limits,
         "init_start": _start_time(init_pid),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -379,6 +437,7 @@ def down(state_dir: Path, name: str, keep: bool = False) -> None:
     if info is not None and is_alive(info):
         kill_machine(info)
     if not keep:
+        _release_layer(mdir)
         shutil.rmtree(mdir, ignore_errors=True)
 
 
@@ -386,7 +445,7 @@ def changed_files(state_dir: Path, name: str) -> list[str]:
     """What was changed on the machine: its overlay's upper layer, less what the harness
     itself wrote before boot. A deletion shows as a character device (overlayfs whiteout)."""
     mdir = machines_dir(state_dir) / name
-    upper = mdir / "upper"
+    upper = upper_dir(mdir)
     try:
         baseline = set(json.loads((mdir / "baseline.json").read_text()))
     except (FileNotFoundError, json.JSONDecodeError):
@@ -456,9 +515,23 @@ def main() -> None:
 @click.option("--image", required=True)
 @click.option("--gpu/--no-gpu", default=False)
 @click.option("--tag", "tags", multiple=True, help="key=value")
-def _up(state_dir: Path, name: str, port: int, image: str, gpu: bool, tags: tuple) -> None:
+@click.option("--memory-mb", type=int, default=0, help="The machine's memory limit; 0: none.")
+@click.option("--max-processes", type=int, default=0, help="Its process limit; 0: none.")
+@click.option("--disk-gb", type=int, default=0, help="Its writable layer's size; 0: unbounded.")
+def _up(
+    state_dir: Path,
+    name: str,
+    port: int,
+    image: str,
+    gpu: bool,
+    tags: tuple,
+    memory_mb: int,
+    max_processes: int,
+    disk_gb: int,
+) -> None:
+    limits = {"memory_mb": memory_mb, "processes": max_processes, "disk_gb": disk_gb}
     try:
-        info = up(state_dir, name, port, image, gpu, dict(t.split("=", 1) for t in tags))
+        info = up(state_dir, name, port, image, gpu, dict(t.split("=", 1) for t in tags), limits)
     except DeployBenchError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"machine {name} up on 127.0.0.1:{info['port']} (pid {info['init_pid']})")
@@ -487,7 +560,7 @@ def note_before_agent(state_dir: Path, name: str) -> None:
     there: keys, the prepared machine, the staged repository), so the host's scan after the
     agent reports only what changed since."""
     mdir = machines_dir(state_dir) / name
-    upper = mdir / "upper"
+    upper = upper_dir(mdir)
     noted = {rel: _signature(st) for rel, st in layers.walk(upper)}
     (mdir / BEFORE_AGENT).write_text(json.dumps(noted))
 
@@ -520,12 +593,15 @@ def run_verifier(
     if is_alive(info):
         raise DeployBenchError(f"machine {name} still runs: end it before its verifier starts")
     cgroup = info.get("cgroup") or f"{cgroup_group(state_dir)}/{name}"
+    limits = info.get("limits") or {}
     args = [
         "unshare", "--mount", "--fork", "--kill-child=SIGKILL",
         "bash", str(BOOT_SCRIPT),
-        info.get("image_dir", ""), str(mdir / "upper"), str(mdir / "work"), str(mdir / "root"),
-        name, "0", "1" if info.get("gpu") else "0", str(info.get("uid_base", images.UID_BASE)),
-        cgroup, "verify", "0", "0", str(verify_dir), *command,
+        info.get("image_dir", ""), str(upper_dir(mdir)), str(mdir / LAYER / "work"),
+        str(mdir / "root"), name, "0", "1" if info.get("gpu") else "0",
+        str(info.get("uid_base", images.UID_BASE)), cgroup, "verify",
+        str(limits.get("memory_mb", 0) * 2**20), str(limits.get("processes", 0)),
+        str(verify_dir), *command,
     ]  # fmt: skip
     with open(log, "ab") as out:
         proc = subprocess.Popen(

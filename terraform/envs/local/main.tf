@@ -18,6 +18,9 @@ module "machines" {
   python               = var.python
   ssh_ports            = var.ssh_ports
   gpu_type             = var.gpu_type
+  limit_memory_mb      = var.limit_memory_mb
+  limit_processes      = var.limit_processes
+  limit_disk_gb        = var.limit_disk_gb
 }
 
 output "machines" {

@@ -69,6 +69,21 @@ variable "ssh_ports" {
   description = "One free loopback port per machine."
   type        = list(number)
 }
+variable "limit_memory_mb" {
+  type    = number
+  default = 0
+}
+
+variable "limit_processes" {
+  type    = number
+  default = 0
+}
+
+variable "limit_disk_gb" {
+  type    = number
+  default = 0
+}
+
 variable "gpu_type" {
   description = "GPU model reported when gpu is true."
   type        = string

@@ -14,6 +14,9 @@ resource "terraform_data" "machine" {
     state_dir = var.state_dir
     image     = var.image
     gpu       = var.gpu
+    memory_mb = var.limit_memory_mb
+    processes = var.limit_processes
+    disk_gb   = var.limit_disk_gb
   }
 
   lifecycle {
@@ -29,6 +32,8 @@ resource "terraform_data" "machine" {
       "--state-dir", self.input.state_dir, "--name", self.input.name,
       "--port", tostring(self.input.port), "--image", self.input.image,
       self.input.gpu ? "--gpu" : "--no-gpu",
+      "--memory-mb", tostring(self.input.memory_mb), "--max-processes", tostring(self.input.processes),
+      "--disk-gb", tostring(self.input.disk_gb),
       "--tag", "run=${var.run_id}", "--tag", "owner=${var.owner}",
     ])
   }

@@ -106,6 +106,24 @@ variable "ssh_ports" {
   }
 }
 
+variable "limit_memory_mb" {
+  description = "Memory each machine may use, in MiB (its cgroup's limit); 0 for none."
+  type        = number
+  default     = 0
+}
+
+variable "limit_processes" {
+  description = "Processes and threads each machine may have at once (its cgroup's pids.max); 0 for none."
+  type        = number
+  default     = 0
+}
+
+variable "limit_disk_gb" {
+  description = "Size of each machine's writable layer in GiB (a file system of that size); 0 for none."
+  type        = number
+  default     = 0
+}
+
 variable "gpu_type" {
   description = "GPU model reported for machines when gpu is true (the host's own GPU)."
   type        = string
