@@ -77,6 +77,9 @@ class Attempt:
 # Processes and threads an attempt's machine may hold at once (where its backend enforces it):
 # far above what a build or a training run starts, well below what hurts a shared host.
 LIMIT_PROCESSES = 4096
+# What an attempt's wall-clock limit allows for beyond its budgets: preparing the machine and
+# staging the repository (the largest catalog trees take minutes), the stages after the agent.
+STAGING_SECONDS = 3600
 
 
 class Runner:
@@ -134,6 +137,7 @@ class Runner:
                 folder / runfolder.ANSIBLE_DIR,
                 on_event=events.append,
                 cancel=self.cancelled.is_set,
+                timeout=self._wall_clock(attempt, agent),
                 pass_env=agent.env_from_controller,
             )
             if outside:
@@ -162,6 +166,15 @@ class Runner:
                 shutil.move(trajectory, native)
             trajectories.convert(native, agent.converter, trajectory)
         return self._result_line(attempt, agent, folder, started_at)
+
+    def _wall_clock(self, attempt: Attempt, agent: AgentSpec) -> int:
+        """One limit for the attempt's whole playbook, beyond every budget it holds (staging,
+        the agent's install and run, verification): a step that hangs past its own limit ends
+        here at the latest."""
+        task = self.o.tasks[attempt.task_id]
+        agent_seconds = self.o.agent_seconds or int(task["agent_minutes"] * 60)
+        verify_seconds = int(task["verify_minutes"] * 60)
+        return agent_seconds + agent.install_seconds + verify_seconds + STAGING_SECONDS
 
     def _after_agent(
         self, attempt: Attempt, machines: dict[str, dict], folder: Path, events: list
