@@ -167,10 +167,16 @@ def test_spec_text_reaches_the_machine_literally(root_host, runs, state_home, tm
 
 @pytest.mark.slow
 @pytest.mark.privileged
-def test_machine_output_reaches_the_side_door_literally(root_host, runs, state_home, tmp_path):
+def test_machine_output_reaches_the_side_door_literally(
+    root_host, runs, state_home, tmp_path, monkeypatch
+):
     # The agent (root) adds a line with Jinja in its path to a dpkg checksum list, so the tamper
     # scan prints that path; the scan's raw lines then travel as the side door action's
-    # `evidence` argument. They must be judged as the text they are, never templated.
+    # `evidence` argument. They must be judged as the text they are, never templated. That is
+    # the path through the machine's login (cloud machines; local ones judge from the host,
+    # where nothing passes through Ansible after the agent, and the scan reads the image's own
+    # checksum lists, not the machine's).
+    monkeypatch.setenv("DEPLOYBENCH_LOCAL_POST_AGENT", "machine")
     pwned = tmp_path / "controller-ran-this"
     path = f"usr/{{{{ lookup('pipe', 'touch {pwned}') }}}}"
     line = f"00000000000000000000000000000000  {path}"

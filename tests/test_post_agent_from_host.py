@@ -224,3 +224,55 @@ def test_a_machine_past_its_limits_fails_inside_it(root_host, runs, state_home, 
     assert abs(mem_after - mem_before) < 1.5, (mem_before, mem_after)
     assert abs(disk_after - disk_before) < 1.0, (disk_before, disk_after)
     assert not machine_processes(state_home)
+
+
+def test_a_machine_reaches_neither_the_hosts_loopback_nor_sees_its_sockets(
+    root_host, runs, state_home, tmp_path
+):
+    import socket
+    import threading
+
+    # A service of the host's on its loopback (as another machine's sshd is): no machine may
+    # reach it, nor see it in its socket tables, while the package registries stay reachable.
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(1)
+    port = server.getsockname()[1]
+    reached: list[str] = []
+    done = threading.Event()
+
+    def accept():
+        while not done.is_set():
+            try:
+                conn, peer = server.accept()
+            except OSError:
+                continue
+            reached.append(str(peer))
+            conn.close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    probe = (
+        f"for a in 10.0.2.2 127.0.0.1 localhost; do timeout 3 bash -c 'echo > /dev/tcp/'$a/{port}"
+        " 2>/dev/null && echo reached $a || echo refused $a; done\n"
+        f"if grep -qi ':{port:04X} ' /proc/net/tcp; then echo sees the host port;"
+        " else echo no host port; fi\n"
+        "getent hosts deb.debian.org >/dev/null && echo dns ok\n"
+    )
+    config = tmp_path / "agents.yaml"
+    config.write_text(yaml.safe_dump({"prober": {"command": probe}}))
+    try:
+        run_cli(
+            "run", "--agent", "prober", "--agent-config", config, "--tasks", TASK,
+            "--run-id", "net", timeout=600,
+        )  # fmt: skip
+    finally:
+        done.set()
+        thread.join(5)
+        server.close()
+    log = (runs / "net" / TASK / "prober" / "1" / "agent.log").read_text()
+    for address in ("10.0.2.2", "127.0.0.1", "localhost"):
+        assert f"refused {address}" in log, log
+    assert "no host port" in log and "dns ok" in log, log
+    assert reached == [], reached

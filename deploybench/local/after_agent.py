@@ -174,7 +174,7 @@ def judge(state_dir: Path, name: str, attempt: Path, task_id: str, hand: dict[st
     }
     alive = machine.is_alive(info)
     rows = _processes(info) if alive else []
-    if alive:
+    if info:
         machine.kill_machine(info)
     state = attempt / runfolder.STATE_DIR
     state.mkdir(parents=True, exist_ok=True)

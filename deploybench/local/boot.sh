@@ -60,7 +60,9 @@ fi
 #   --resolv-conf/--timezone=off, --link-journal=no  nspawn writes nothing into the machine:
 #     machine.py wrote its resolv.conf, and the overlay's upper layer stays the agent's doing.
 #   --console=read-only         no host file descriptor reaches the machine; output is logged.
-#   no --private-network        the host network is shared so apt and pip work as on a VM.
+#   --private-network           a network namespace of its own: machine.py attaches slirp4netns
+#     (user-mode networking: egress through the host's sockets, no route to the host's loopback
+#     nor to another machine) and forwards the host's 127.0.0.1:PORT to the machine's sshd.
 common=(
   --quiet
   --register=no --keep-unit
@@ -82,7 +84,7 @@ if [ "$mode" = verify ]; then
     "${@:14}"
 fi
 exec systemd-nspawn "${common[@]}" --machine="$name" \
-  --console=read-only \
+  --console=read-only --private-network \
   "${binds[@]}" \
   /bin/sh -c "mkdir -p /run/sshd /run/lock && chmod 1777 /run/lock &&
-    exec /usr/sbin/sshd -D -e -p $port -o ListenAddress=127.0.0.1"
+    exec /usr/sbin/sshd -D -e -p $port"

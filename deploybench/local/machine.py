@@ -32,6 +32,7 @@ from deploybench.local import images, layers
 
 BOOT_SCRIPT = Path(__file__).with_name("boot.sh")
 BEFORE_AGENT = "before_agent.json"
+SLIRP_DNS = "10.0.2.3"
 LAYER = "layer"
 # Disk left to the host whatever a task asks for.
 HOST_DISK_RESERVE_GB = 4
@@ -151,6 +152,85 @@ def _port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _ssh_answers(port: int) -> bool:
+    """The machine's sshd sends its banner through the forward (the forward itself listens
+    before sshd does)."""
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        try:
+            sock.connect(("127.0.0.1", port))
+            return sock.recv(8).startswith(b"SSH-")
+        except OSError:
+            return False
+
+
+def _wait_own_namespaces(pid: int, seconds: float = 10.0) -> None:
+    """Wait until the container's PID 1 has its own network namespace and its user namespace's
+    ids are mapped: nspawn sets both up just after the PID 1 appears, and slirp4netns joined
+    too early would be refused (or attach to the host's network)."""
+    host_net = os.readlink("/proc/self/ns/net")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            own_net = os.readlink(f"/proc/{pid}/ns/net") != host_net
+            mapped = bool(Path(f"/proc/{pid}/uid_map").read_text().strip())
+        except OSError:
+            break
+        if own_net and mapped:
+            return
+        time.sleep(0.005)
+    raise InfraError(f"the machine's namespaces were not ready in {seconds:.0f} s (pid {pid})")
+
+
+def _network(mdir: Path, init_pid: int, port: int) -> subprocess.Popen:
+    """Attach user-mode networking to the machine's network namespace: slirp4netns, a host
+    process, answers for the machine's traffic through the host's own sockets (so apt and pip
+    work), with the host's loopback refused (no service of the host's, no other machine's sshd
+    is reachable), and forwards 127.0.0.1:PORT on the host to the machine's sshd."""
+    api = mdir / "slirp.sock"
+    _wait_own_namespaces(init_pid)
+    command = [
+        "slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
+        "--api-socket", str(api), str(init_pid), "tap0",
+    ]  # fmt: skip
+    # A namespace still being set up refuses the join now and then: a few tries.
+    for tries in range(3):
+        with open(mdir / "console.log", "ab") as log:
+            proc = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env=BOOT_ENV,
+            )
+        deadline = time.monotonic() + 10
+        while not api.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if api.exists():
+            break
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait()
+        if tries == 2:
+            tail = (mdir / "console.log").read_text(errors="replace").strip().splitlines()[-3:]
+            raise InfraError(f"slirp4netns did not start for {mdir.name}: {' | '.join(tail)}")
+        time.sleep(0.1)
+    request = {
+        "execute": "add_hostfwd",
+        "arguments": {"proto": "tcp", "host_addr": "127.0.0.1", "host_port": port,
+                      "guest_port": port},
+    }  # fmt: skip
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(5)
+        sock.connect(str(api))
+        sock.sendall(json.dumps(request).encode())
+        answer = sock.recv(4096).decode(errors="replace")
+    if "error" in answer:
+        raise InfraError(f"the machine's port {port} could not be forwarded: {answer[:200]}")
+    return proc
+
+
 def _mirror_lower(upper: Path, lower: Path) -> None:
     """Folders made in the upper layer hide the image's: give each the owner and mode of the
     image's folder (already in the machines' uid range), or root's inside if it has none."""
@@ -255,8 +335,8 @@ def _prepare_upper(mdir: Path, name: str, lower: Path) -> None:
     (upper / "etc/hosts").write_text(
         f"127.0.0.1\tlocalhost\n127.0.1.1\t{name}\n::1\tlocalhost ip6-localhost ip6-loopback\n"
     )
-    resolv = Path("/etc/resolv.conf")
-    (upper / "etc/resolv.conf").write_text(resolv.read_text() if resolv.exists() else "")
+    # slirp4netns answers DNS there, with the host's resolver behind it.
+    (upper / "etc/resolv.conf").write_text(f"nameserver {SLIRP_DNS}\n")
     _trust_host_cas(upper)
     _mirror_lower(upper, lower)
     # Kept so the evidence of what the agent changed can leave out what the harness wrote.
@@ -349,9 +429,16 @@ def up(
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     (mdir / "machine.json").write_text(json.dumps(info, indent=2))
+    try:
+        net = _network(mdir, init_pid, port)
+    except BaseException:
+        down(state_dir, name, keep=True)
+        raise
+    info |= {"slirp_pid": net.pid, "slirp_start": _start_time(net.pid)}
+    (mdir / "machine.json").write_text(json.dumps(info, indent=2))
 
     deadline = time.monotonic() + SSH_WAIT_SECONDS
-    while not _port_open(port):
+    while not _ssh_answers(port):
         if proc.poll() is not None or time.monotonic() > deadline:
             down(state_dir, name, keep=True)
             tail = (mdir / "console.log").read_text(errors="replace").strip().splitlines()[-3:]
@@ -417,6 +504,11 @@ def kill_machine(info: dict) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(init, signal.SIGKILL)
     _wait_gone(init, init_start, 10)
+    slirp, slirp_start = info.get("slirp_pid"), info.get("slirp_start")
+    if _running(slirp, slirp_start):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(slirp, signal.SIGKILL)
+        _wait_gone(slirp, slirp_start, 2)
     outer, outer_start = info.get("unshare_pid"), info.get("unshare_start")
     if not _wait_gone(outer, outer_start, 2) and outer:
         with contextlib.suppress(ProcessLookupError):
@@ -434,7 +526,8 @@ def kill_machine(info: dict) -> None:
 def down(state_dir: Path, name: str, keep: bool = False) -> None:
     mdir = machines_dir(state_dir) / name
     info = read_info(mdir)
-    if info is not None and is_alive(info):
+    if info is not None:
+        # Also when its PID 1 is gone already: what serves it from the host (its network) is not.
         kill_machine(info)
     if not keep:
         _release_layer(mdir)
