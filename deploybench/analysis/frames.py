@@ -41,6 +41,25 @@ def label_of(agent: str, model: str | None) -> str:
     return f"{agent} / {model}" if isinstance(model, str) and model else agent
 
 
+TRUST_WORDS = {
+    "host": "from the host (local machines: nothing entered the machine after the agent)",
+    "scanned": "through the machine, its disk also scanned from a trusted side",
+    "machine": "through the machine's own login, with the controller's tools (the cloud path)",
+    None: "by a harness that did not record how (older verdicts)",
+}
+
+
+def trust_note(verdicts) -> str:
+    """How the verdicts were obtained (docs/verification.md: the trust model per backend)."""
+    counts: dict[str | None, int] = {}
+    for verdict in verdicts:
+        trust = verdict.get("trust") if isinstance(verdict, dict) else None
+        key = trust if trust in TRUST_WORDS else None
+        counts[key] = counts.get(key, 0) + 1
+    parts = [f"{n} {TRUST_WORDS[k]}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    return "How the verdicts were obtained: " + ("; ".join(parts) or "no verdicts") + "."
+
+
 def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:
     notes = list(runs.notes)
     if not any(r["status"] == "completed" for r in runs.results):
@@ -53,6 +72,7 @@ def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:
     att = att[att["status"] == "completed"].copy()
     att["passed"] = att["passed"].fillna(False).astype(bool)
     att["outcome"] = np.where(att["passed"], "success", "failed")
+    notes.append(trust_note(runs.verdicts.values()))
     unknown = sorted(set(att["task_id"]) - set(catalog))
     if unknown:
         notes.append(
