@@ -36,6 +36,9 @@ MACHINE = {
         "port": {"type": "integer", "minimum": 1, "maximum": 65535},
         "user": {"type": "string", "minLength": 1},
         "private_key_file": {"type": "string", "minLength": 1},
+        # Optional: a known_hosts file holding the machine's host key, when the backend knows
+        # it (local machines: the harness made it); the harness then refuses any other key.
+        "known_hosts_file": {"type": ["string", "null"]},
         "backend": {"enum": ["local", "aws", "gcp"]},
         "image": {"type": "string"},
         "gpu_type": {"type": ["string", "null"]},

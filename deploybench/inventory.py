@@ -15,14 +15,20 @@ _INI = Environment(undefined=StrictUndefined, keep_trailing_newline=True).from_s
 {% for name, m in machines.items() -%}
 {{ name }} ansible_host={{ m.host }} ansible_port={{ m.port }} ansible_user={{ m.user }} \
 ansible_ssh_private_key_file={{ m.private_key_file }} deploybench_backend={{ m.backend }} \
-deploybench_image={{ m.image }} deploybench_gpu_count={{ m.gpu_count }}
+deploybench_image={{ m.image }} deploybench_gpu_count={{ m.gpu_count }} \
+ansible_ssh_common_args="{{ opts(m) }}"
 {% endfor %}
-[machines:vars]
-ansible_ssh_common_args=-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
 """
 )
 
-_SSH_OPTS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+
+def ssh_options(machine: dict[str, Any]) -> str:
+    """Host key checking: against the machine's pinned key where its backend knows it (local
+    machines), else none (a cloud machine's key is made on its first boot, unseen)."""
+    known = machine.get("known_hosts_file")
+    if known:
+        return f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={known}"
+    return "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
 
 
 def host_vars(machine: dict[str, Any]) -> dict[str, Any]:
@@ -31,7 +37,7 @@ def host_vars(machine: dict[str, Any]) -> dict[str, Any]:
         "ansible_port": machine["port"],
         "ansible_user": machine["user"],
         "ansible_ssh_private_key_file": machine["private_key_file"],
-        "ansible_ssh_common_args": _SSH_OPTS,
+        "ansible_ssh_common_args": ssh_options(machine),
         "deploybench_backend": machine["backend"],
         "deploybench_image": machine["image"],
         "deploybench_gpu_count": machine["gpu_count"],
@@ -50,13 +56,13 @@ def as_data(machines: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def write(machines: dict[str, dict[str, Any]], path: Path) -> Path:
-    path.write_text(_INI.render(machines=machines))
+    path.write_text(_INI.render(machines=machines, opts=ssh_options))
     return path
 
 
 def ssh_command(machine: dict[str, Any]) -> str:
     return (
-        f"ssh {_SSH_OPTS} -i {machine['private_key_file']} -p {machine['port']} "
+        f"ssh {ssh_options(machine)} -i {machine['private_key_file']} -p {machine['port']} "
         f"{machine['user']}@{machine['host']}"
     )
 

@@ -276,3 +276,39 @@ def test_a_machine_reaches_neither_the_hosts_loopback_nor_sees_its_sockets(
         assert f"refused {address}" in log, log
     assert "no host port" in log and "dns ok" in log, log
     assert reached == [], reached
+
+
+def test_the_harness_refuses_a_machine_whose_host_key_is_not_the_pinned_one(
+    root_host, state_home, tmp_path
+):
+    import shlex
+    import subprocess
+
+    from deploybench import inventory
+
+    machines = json.loads(run_cli("provision", "--machines", "2", "--json").stdout)
+    try:
+        a, b = machines.values()
+        ok = subprocess.run(
+            [*shlex.split(inventory.ssh_command(a)), "-o", "BatchMode=yes", "true"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert ok.returncode == 0, ok.stderr
+        # b answers where a was (say b's agent took a's port): a's pinned key is not b's.
+        pinned = tmp_path / "known_hosts"
+        pinned.write_text(
+            Path(a["known_hosts_file"]).read_text().replace(f":{a['port']}]", f":{b['port']}]")
+        )
+        impostor = dict(a, port=b["port"], known_hosts_file=str(pinned))
+        refused = subprocess.run(
+            [*shlex.split(inventory.ssh_command(impostor)), "-o", "BatchMode=yes", "true"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert refused.returncode != 0
+        assert "Host key verification failed" in refused.stderr, refused.stderr
+    finally:
+        run_cli("destroy")

@@ -57,6 +57,7 @@ def _memory_gb() -> float:
     return round(kib / 1024 / 1024, 1)
 
 
+KNOWN = "known_hosts"
 # Memory left to the host and the harness whatever a task asks for.
 HOST_RESERVE_GB = 2.0
 
@@ -169,6 +170,7 @@ class LocalBackend(Backend):
                     "private_key_file": str(
                         machine.machines_dir(state_home()) / name / "id_ed25519"
                     ),
+                    "known_hosts_file": str(machine.machines_dir(state_home()) / name / KNOWN),
                     "backend": "local",
                     "image": info.get("image", ""),
                 }

@@ -429,6 +429,10 @@ def up(
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     (mdir / "machine.json").write_text(json.dumps(info, indent=2))
+    # The machine's host key, pinned: the harness's SSH refuses any other (a process of
+    # another machine's that took over this port, say).
+    host_key = (upper_dir(mdir) / "etc/ssh/ssh_host_ed25519_key.pub").read_text().split()
+    (mdir / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
     try:
         net = _network(mdir, init_pid, port)
     except BaseException:

@@ -6,6 +6,7 @@ output "machines" {
       port             = m.input.port
       user             = "vm"
       private_key_file = "${var.state_dir}/machines/${local.names[i]}/id_ed25519"
+      known_hosts_file = "${var.state_dir}/machines/${local.names[i]}/known_hosts"
       backend          = "local"
       image            = var.image
       gpu_type         = var.gpu ? var.gpu_type : null
