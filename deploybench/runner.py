@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -82,6 +83,17 @@ LIMIT_PROCESSES = 4096
 STAGING_SECONDS = 3600
 
 
+def loopback_ports(url: str) -> list[int]:
+    """The port of a model endpoint on the controller's own loopback, which a machine with a
+    network of its own reaches only when it is given it."""
+    if not url:
+        return []
+    parsed = urlsplit(url)
+    if parsed.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return []
+    return [parsed.port or (443 if parsed.scheme == "https" else 80)]
+
+
 class Runner:
     def __init__(self, options: RunOptions):
         self.o = options
@@ -103,6 +115,7 @@ class Runner:
             limit_memory_gb=float(sizes.get("memory_gb", 64)),
             limit_disk_gb=disk_gb,
             limit_processes=LIMIT_PROCESSES,
+            loopback_ports=loopback_ports(self.agents[agent].base_url),
             tags={"run": self.run_id, "task": task_id, "agent": agent},
         )
 

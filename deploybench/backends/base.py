@@ -41,6 +41,9 @@ class MachineRequest:
     limit_memory_gb: float | None = None
     limit_disk_gb: int | None = None
     limit_processes: int | None = None
+    # Ports of the controller's loopback the machine must reach (the agent's model endpoint
+    # when it is a server there), for a backend whose machines do not share the host's network.
+    loopback_ports: list[int] = field(default_factory=list)
 
 
 class Backend(ABC):

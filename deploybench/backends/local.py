@@ -140,6 +140,7 @@ class LocalBackend(Backend):
             "limit_memory_mb": _memory_limit_mb(request.limit_memory_gb),
             "limit_processes": int(request.limit_processes or 0),
             "limit_disk_gb": int(request.limit_disk_gb or 0),
+            "loopback_ports": list(request.loopback_ports),
         }
 
     # A deployment's machines are named from its request (see the module's locals), and the

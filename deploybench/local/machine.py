@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -231,6 +232,25 @@ def _network(mdir: Path, init_pid: int, port: int) -> subprocess.Popen:
     return proc
 
 
+def _bridge(mdir: Path, init_pid: int, ports: list[int]) -> subprocess.Popen:
+    """Start the relay of the given ports of the host's loopback into the machine's."""
+    with open(mdir / "console.log", "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "deploybench.local.bridge", str(init_pid), *map(str, ports)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,
+            env={**BOOT_ENV, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
+    line = proc.stdout.readline() if proc.stdout else b""
+    if not line.startswith(b"bridge:"):
+        proc.kill()
+        proc.wait()
+        raise InfraError(f"the relay of ports {ports} into {mdir.name} did not start")
+    return proc
+
+
 def _mirror_lower(upper: Path, lower: Path) -> None:
     """Folders made in the upper layer hide the image's: give each the owner and mode of the
     image's folder (already in the machines' uid range), or root's inside if it has none."""
@@ -352,9 +372,11 @@ def up(
     gpu: bool,
     tags: dict,
     limits: dict | None = None,
+    loopback_ports: list[int] | tuple[int, ...] = (),
 ) -> dict:
     """Boot a machine. limits: memory_mb, processes (its cgroup's) and disk_gb (its writable
-    layer's size); 0 or missing for none."""
+    layer's size); 0 or missing for none. loopback_ports: ports of the host's loopback the
+    machine reaches at its own 127.0.0.1 (the agent's model endpoint; bridge.py)."""
     limits = {k: int(v or 0) for k, v in (limits or {}).items()}
     require_root()
     lower = images.image_path(image)
@@ -439,6 +461,13 @@ def up(
         down(state_dir, name, keep=True)
         raise
     info |= {"slirp_pid": net.pid, "slirp_start": _start_time(net.pid)}
+    if loopback_ports:
+        try:
+            relay = _bridge(mdir, init_pid, list(loopback_ports))
+        except BaseException:
+            down(state_dir, name, keep=True)
+            raise
+        info |= {"bridge_pid": relay.pid, "bridge_start": _start_time(relay.pid)}
     (mdir / "machine.json").write_text(json.dumps(info, indent=2))
 
     deadline = time.monotonic() + SSH_WAIT_SECONDS
@@ -508,11 +537,12 @@ def kill_machine(info: dict) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(init, signal.SIGKILL)
     _wait_gone(init, init_start, 10)
-    slirp, slirp_start = info.get("slirp_pid"), info.get("slirp_start")
-    if _running(slirp, slirp_start):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(slirp, signal.SIGKILL)
-        _wait_gone(slirp, slirp_start, 2)
+    for helper in ("slirp", "bridge"):
+        pid, start = info.get(f"{helper}_pid"), info.get(f"{helper}_start")
+        if _running(pid, start):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            _wait_gone(pid, start, 2)
     outer, outer_start = info.get("unshare_pid"), info.get("unshare_start")
     if not _wait_gone(outer, outer_start, 2) and outer:
         with contextlib.suppress(ProcessLookupError):
@@ -615,6 +645,13 @@ def main() -> None:
 @click.option("--memory-mb", type=int, default=0, help="The machine's memory limit; 0: none.")
 @click.option("--max-processes", type=int, default=0, help="Its process limit; 0: none.")
 @click.option("--disk-gb", type=int, default=0, help="Its writable layer's size; 0: unbounded.")
+@click.option(
+    "--loopback-port",
+    "loopback_ports",
+    type=int,
+    multiple=True,
+    help="A port of the host's loopback the machine reaches at its own (the model endpoint).",
+)
 def _up(
     state_dir: Path,
     name: str,
@@ -625,10 +662,12 @@ def _up(
     memory_mb: int,
     max_processes: int,
     disk_gb: int,
+    loopback_ports: tuple[int, ...],
 ) -> None:
     limits = {"memory_mb": memory_mb, "processes": max_processes, "disk_gb": disk_gb}
+    tag_map = dict(t.split("=", 1) for t in tags)
     try:
-        info = up(state_dir, name, port, image, gpu, dict(t.split("=", 1) for t in tags), limits)
+        info = up(state_dir, name, port, image, gpu, tag_map, limits, loopback_ports)
     except DeployBenchError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"machine {name} up on 127.0.0.1:{info['port']} (pid {info['init_pid']})")

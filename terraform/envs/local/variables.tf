@@ -84,6 +84,11 @@ variable "limit_disk_gb" {
   default = 0
 }
 
+variable "loopback_ports" {
+  type    = list(number)
+  default = []
+}
+
 variable "gpu_type" {
   description = "GPU model reported when gpu is true."
   type        = string

@@ -17,6 +17,7 @@ resource "terraform_data" "machine" {
     memory_mb = var.limit_memory_mb
     processes = var.limit_processes
     disk_gb   = var.limit_disk_gb
+    loopback  = var.loopback_ports
   }
 
   lifecycle {
@@ -27,7 +28,7 @@ resource "terraform_data" "machine" {
   }
 
   provisioner "local-exec" {
-    command = join(" ", [
+    command = join(" ", concat([
       self.input.python, "-m", "deploybench.local.machine", "up",
       "--state-dir", self.input.state_dir, "--name", self.input.name,
       "--port", tostring(self.input.port), "--image", self.input.image,
@@ -35,7 +36,7 @@ resource "terraform_data" "machine" {
       "--memory-mb", tostring(self.input.memory_mb), "--max-processes", tostring(self.input.processes),
       "--disk-gb", tostring(self.input.disk_gb),
       "--tag", "run=${var.run_id}", "--tag", "owner=${var.owner}",
-    ])
+    ], [for p in self.input.loopback : "--loopback-port ${p}"]))
   }
 
   provisioner "local-exec" {

@@ -124,6 +124,12 @@ variable "limit_disk_gb" {
   default     = 0
 }
 
+variable "loopback_ports" {
+  description = "Ports of the host's loopback each machine reaches at its own 127.0.0.1 (the agent's model endpoint); no other port of the host's loopback is reachable."
+  type        = list(number)
+  default     = []
+}
+
 variable "gpu_type" {
   description = "GPU model reported for machines when gpu is true (the host's own GPU)."
   type        = string
