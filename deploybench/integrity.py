@@ -13,7 +13,7 @@ probe of the machine the agent left (roles/verify_hidden/tasks/machine_check.yml
                                     or in /usr/local/lib[/<triplet>] like a system library
   UNSAFE <path> <why>               a folder the verifier is put under is not root's alone
   PTH <path> <why>                  a Python start-up hook (.pth with code, sitecustomize) that
-                                    no package's RECORD lists (host scan, local machines)
+                                    no wheel's RECORD nor Debian package lists (host scan)
   USERS /etc/passwd <why>           a second uid 0, or a user moved to another uid (host scan)
   STARTUP <path>                    a changed start-up file of a way in (sshd, PAM, shell rc,
                                     authorized_keys, ~/.ssh/rc, the loader's or git's settings)

@@ -116,6 +116,18 @@ def test_deleted_shadowed_preloaded_and_hooked(tmp_path):
     _file(upper, f"{site}/good-1.0.dist-info/RECORD", "good.pth,sha256=x,1\n")
     _file(upper, f"{site}/good.pth", "import good\n")
     _file(upper, "usr/lib/python3.11/sitecustomize.py", "print('hi')\n")
+    # A Debian package's own hook (python3-setuptools ships one) is the package's; the same
+    # name with other content is not.
+    dist = "usr/lib/python3/dist-packages"
+    hook = b"import os; var = 'SETUPTOOLS_USE_DISTUTILS'\n"
+    _file(upper, f"{dist}/distutils-precedence.pth", hook)
+    _file(upper, f"{dist}/other.pth", b"import evil\n")
+    _file(
+        upper,
+        "var/lib/dpkg/info/python3-setuptools.md5sums",
+        f"{hashlib.md5(hook).hexdigest()}  {dist}/distutils-precedence.pth\n"
+        f"{hashlib.md5(b'import good').hexdigest()}  {dist}/other.pth\n",
+    )
     _file(upper, "etc/passwd", "root:x:0:0::/root:/bin/sh\nvm:x:0:0::/home/vm:/bin/sh\n")
     raw = scan.scan(upper, lower)
     assert _lines(raw, "MISSING") == ["MISSING bash /bin/bash"]
@@ -125,6 +137,7 @@ def test_deleted_shadowed_preloaded_and_hooked(tmp_path):
     ]
     assert _lines(raw, "PRELOAD")[0] == "PRELOAD /tmp/evil.so"
     assert [ln.split()[1] for ln in _lines(raw, "PTH")] == [
+        f"/{dist}/other.pth",
         "/usr/lib/python3.11/sitecustomize.py",
         f"/{site}/zz.pth",
     ]

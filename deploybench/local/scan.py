@@ -180,6 +180,21 @@ def _recorded_hooks(upper: Path, folder: str) -> set[str]:
     return names
 
 
+def _packaged_files(machine: layers.Machine) -> dict[str, str]:
+    """Path -> MD5 of every file dpkg installed on the machine, from its checksum lists (a
+    Debian package's own hook, such as python3-setuptools' .pth, is the package's, as a
+    wheel's is its RECORD's)."""
+    found: dict[str, str] = {}
+    for entry in machine.listdir(f"{DPKG}/info"):
+        if entry.endswith(".md5sums"):
+            text = (machine.read(f"{DPKG}/info/{entry}", 16 << 20) or (b"", 0))[0]
+            for line in text.decode(errors="replace").splitlines():
+                md5, _, path = line.partition("  ")
+                if path:
+                    found[path.strip()] = md5.strip()
+    return found
+
+
 def _md5(upper: Path, rel: str) -> str | None:
     got = layers.read(upper, rel, 512 << 20)
     return hashlib.md5(got[0]).hexdigest() if got else None
@@ -209,6 +224,7 @@ def scan(upper: Path, lower: Path, unchanged=lambda rel, st: False) -> str:
     facts = image_facts(lower)
     lines: list[str] = []
     python_folders: dict[str, set[str]] = {}
+    packaged: dict[str, str] | None = None
     for rel, st in layers.walk(upper):
         if stat.S_ISDIR(st.st_mode):
             continue
@@ -246,7 +262,14 @@ def scan(upper: Path, lower: Path, unchanged=lambda rel, st: False) -> str:
                 got = layers.read(upper, rel, CAP)
                 runs = name.endswith(".py") or bool(got and PTH_EXEC.search(got[0]))
                 if runs and name not in python_folders[parent]:
-                    lines.append(f"PTH {shown} runs code at every Python start, in no RECORD")
+                    if packaged is None:
+                        packaged = _packaged_files(machine)
+                    md5 = hashlib.md5(got[0]).hexdigest() if got else ""
+                    if packaged.get(rel) != md5:
+                        lines.append(
+                            f"PTH {shown} runs code at every Python start, in no RECORD "
+                            "nor Debian package"
+                        )
         if re.fullmatch(r"usr/lib/python3[^/]*/(site|user)customize\.py", rel):
             lines.append(f"PTH {shown} runs code at every Python start")
         if _is_startup(rel) and not layers.is_whiteout(st):
