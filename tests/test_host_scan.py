@@ -217,3 +217,22 @@ def test_the_host_never_follows_a_link_of_the_machines_nor_opens_its_devices(tmp
     assert "home/vm/Desktop/t" in walked
     assert not [rel for rel in walked if rel.startswith("home/vm/Desktop/t/")]
     assert "HOST-SECRET" not in scan.scan(upper, lower)
+
+
+def test_names_that_are_not_utf8_are_written_escaped_never_an_error(tmp_path):
+    from deploybench.local import after_agent
+
+    lower, upper = _image(tmp_path), tmp_path / "upper"
+    upper.mkdir()
+    site = upper / "usr/lib/python3/dist-packages"
+    site.mkdir(parents=True)
+    os.mkdir(os.fsencode(site) + b"/bad\xff-1.0.dist-info")
+    os.mkdir(os.fsencode(upper) + b"/home")
+    _file(upper, "home/vm/w/RUNBOOK.MD", "ok\n")
+    os.symlink("/etc/shadow", os.fsencode(upper) + b"/home/vm/w/\xfe.pth")
+    state = tmp_path / "state"
+    after_agent._state(layers.Machine(upper, lower), state, "/home/vm/w", "/home/vm/.c")
+    assert "bad\\udcff==1.0" in (state / "pip_system.txt").read_text()
+    assert (state / "RUNBOOK.MD").read_text() == "ok\n"
+    raw = scan.scan(upper, lower)
+    assert "CHECKED" in raw

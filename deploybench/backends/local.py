@@ -90,8 +90,10 @@ class LocalBackend(Backend):
         from deploybench import runfolder
 
         dest.mkdir(parents=True, exist_ok=True)
+        rows = machine.changed_files(state_home(), next(iter(machines)))
+        # Paths are the agent's: one that is not UTF-8 is written escaped, never an error.
         (dest / runfolder.CHANGED_FILES).write_text(
-            "".join(f"{row}\n" for row in machine.changed_files(state_home(), next(iter(machines))))
+            "".join(f"{row}\n" for row in rows), errors="backslashreplace"
         )
 
     @property

@@ -97,10 +97,13 @@ def _state(m: layers.Machine, dest: Path, workdir: str, control: str) -> None:
                 base = re.sub(r"\.(dist|egg)-info$", "", name)
                 if base != name and "-" in base:
                     dists.add("==".join(base.split("-", 1)))
-        (dest / out).write_text("".join(f"{d}\n" for d in sorted(dists)))
+        # Names are the agent's: one that is not UTF-8 is written escaped, never an error.
+        (dest / out).write_text("".join(f"{d}\n" for d in sorted(dists)), errors="backslashreplace")
     for name, lines in notes.items():
         if lines:
-            (dest / name).write_text("".join(f"{line}\n" for line in lines))
+            (dest / name).write_text(
+                "".join(f"{line}\n" for line in lines), errors="backslashreplace"
+            )
 
 
 def _python_dirs(m: layers.Machine) -> list[str]:
@@ -184,7 +187,7 @@ def judge(state_dir: Path, name: str, attempt: Path, task_id: str, hand: dict[st
     workdir, control = hand["workdir"], hand["control_dir"]
     _state(m, state, workdir, control)
     raw_scan = scan.scan(machine.upper_dir(mdir), lower, machine.unchanged_since_agent(mdir))
-    files["scan"].write_text(raw_scan)
+    files["scan"].write_text(raw_scan, errors="backslashreplace")
     probe = None
     if not alive:
         files["probe"].write_text(
