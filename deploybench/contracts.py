@@ -24,6 +24,7 @@ MACHINE = {
         "port",
         "user",
         "private_key_file",
+        "known_hosts_file",
         "backend",
         "image",
         "gpu_type",
@@ -36,8 +37,8 @@ MACHINE = {
         "port": {"type": "integer", "minimum": 1, "maximum": 65535},
         "user": {"type": "string", "minLength": 1},
         "private_key_file": {"type": "string", "minLength": 1},
-        # Optional: a known_hosts file holding the machine's host key, when the backend knows
-        # it (local machines: the harness made it); the harness then refuses any other key.
+        # A known_hosts file holding the machine's host key when the backend knows it (local
+        # machines: the harness made it), the harness then refusing any other key; else null.
         "known_hosts_file": {"type": ["string", "null"]},
         "backend": {"enum": ["local", "aws", "gcp"]},
         "image": {"type": "string"},

@@ -62,6 +62,13 @@ DOORS = {
     "uid0_user": "sudo sed -i 's/^vm:x:1000:1000:/vm:x:0:0:/' /etc/passwd",
     # The container's PID 1 (its sshd) ends: the machine is gone under the harness.
     "kill_init": "sudo kill -TERM 1; sleep 5",
+    # Its own sshd flooded with connections that never log in, left open after it stops.
+    "flood_sshd": (
+        'port=$(awk \'NR > 1 && $4 == "0A" {split($2, a, ":"); print a[2]; exit}\' '
+        "/proc/net/tcp); port=$((16#$port)); for i in $(seq 300); do "
+        'setsid bash -c "exec 3<>/dev/tcp/127.0.0.1/$port; sleep 600" >/dev/null 2>&1 '
+        "< /dev/null & done; sleep 2; echo flooded $port"
+    ),
 }
 
 # A real ELF named like the task's binary that runs a shell script as the experiment's

@@ -76,9 +76,11 @@ def test_demo_reference_passes_nop_fails_overclaim_is_caught(root_host, runs, st
     assert "sleep 7777" not in (attempt / "verifier/processes_before_verify.txt").read_text()
     verdict = json.loads((attempt / "verdict.json").read_text())
     assert verdict["passed"] is False and verdict["layer2"]["checks"]
-    for name in ("git_status.txt", "git_diff.patch", "dpkg.txt", "changed_files.txt"):
+    # Judged from the host (local machines): the workdir's changes come from the layers, not git.
+    for name in ("workdir_changes.txt", "dpkg.txt", "changed_files.txt"):
         assert (attempt / "state" / name).is_file(), name
-    assert "RUNBOOK.MD" in (attempt / "state/git_status.txt").read_text()
+    changes = (attempt / "state/workdir_changes.txt").read_text()
+    assert f"added\t/home/vm/Desktop/{TASK}/RUNBOOK.MD" in changes, changes
     reference = runs / "demo" / TASK / "reference" / "1"
     changed = (reference / "state/changed_files.txt").read_text()
     assert "/usr/bin/g++" in changed or "g++" in changed  # the toolchain it installed
@@ -124,8 +126,10 @@ def test_a_machine_that_dies_is_an_infra_error_retried_once(root_host, runs, tmp
         # Pull the plug once the agent is running: its log appears in the machine's overlay.
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            for log in machines_dir(state_home).glob("*/upper/home/vm/.deploybench/agent.log"):
-                info = json.loads((log.parents[4] / "machine.json").read_text())
+            for log in machines_dir(state_home).glob(
+                "*/layer/upper/home/vm/.deploybench/agent.log"
+            ):
+                info = json.loads((log.parents[5] / "machine.json").read_text())
                 time.sleep(1)
                 os.kill(info["init_pid"], signal.SIGKILL)
                 killed.append(info["name"])

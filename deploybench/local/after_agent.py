@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from deploybench import evidence, integrity, runfolder, toolkit
+from deploybench.errors import InfraError
 from deploybench.local import images, layers, machine, scan
 
 # Caps of the agent's files (as the stop stage on other backends: collect_state.sh).
@@ -42,6 +43,7 @@ LOGS_MAX_FILES = 2000
 # Beyond the verification budget: nspawn's start and end, busybox timeout's kill delay.
 VERIFY_GRACE_SECONDS = 60
 INSIDE = "/.deploybench-verify"
+WORKDIR_CHANGES = "workdir_changes.txt"
 TRUST = "host"
 
 
@@ -104,6 +106,21 @@ def _state(m: layers.Machine, dest: Path, workdir: str, control: str) -> None:
             (dest / name).write_text(
                 "".join(f"{line}\n" for line in lines), errors="backslashreplace"
             )
+
+
+def _workdir_changes(mdir: Path, workdir: str, out: Path) -> None:
+    """What changed in the workdir since the agent started (the staged tree at the pinned
+    commit, noted then): the host's answer to `git status`, with no git run at all."""
+    unchanged = machine.unchanged_since_agent(mdir)
+    noted = machine.noted_before_agent(mdir)
+    rows = []
+    top = workdir.strip("/")
+    for rel, st in layers.walk(machine.upper_dir(mdir), top):
+        if stat.S_ISDIR(st.st_mode) or unchanged(rel, st):
+            continue
+        kind = "deleted" if layers.is_whiteout(st) else "changed" if rel in noted else "added"
+        rows.append(f"{kind}\t/{rel}")
+    out.write_text("".join(f"{row}\n" for row in rows), errors="backslashreplace")
 
 
 def _python_dirs(m: layers.Machine) -> list[str]:
@@ -176,6 +193,8 @@ def judge(state_dir: Path, name: str, attempt: Path, task_id: str, hand: dict[st
         "script": attempt / runfolder.MACHINE_SCRIPT,
     }
     alive = machine.is_alive(info)
+    if not alive and machine.killed_from_outside(mdir, info):
+        raise InfraError(f"machine {name} was killed from outside while the agent ran")
     rows = _processes(info) if alive else []
     if info:
         machine.kill_machine(info)
@@ -186,6 +205,7 @@ def judge(state_dir: Path, name: str, attempt: Path, task_id: str, hand: dict[st
     m = layers.Machine(machine.upper_dir(mdir), lower)
     workdir, control = hand["workdir"], hand["control_dir"]
     _state(m, state, workdir, control)
+    _workdir_changes(mdir, workdir, state / WORKDIR_CHANGES)
     raw_scan = scan.scan(machine.upper_dir(mdir), lower, machine.unchanged_since_agent(mdir))
     files["scan"].write_text(raw_scan, errors="backslashreplace")
     probe = None
@@ -231,7 +251,10 @@ def _experiment(
         bb, "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
         f"WORKDIR={hand['workdir']}", f"LOG_DIR={INSIDE}/logs", f"SCRATCH={INSIDE}/scratch",
         f"TOOLS={INSIDE}/tools", f"DEPLOYBENCH_OWNER={hand['user']}",
-        bb, "timeout", "-k", "10", str(int(budget)), bb, "sh", f"{INSIDE}/script/verify.sh",
+        # The trusted shell waits for the trusted timeout and writes its exit code (nspawn's
+        # own says only that its payload died of a signal).
+        bb, "sh", "-c", f'"$0" timeout -k 10 {int(budget)} "$0" sh {INSIDE}/script/verify.sh;'
+        f" echo $? > {INSIDE}/exit", bb,
     ]  # fmt: skip
     (attempt / runfolder.MACHINE_DIR).mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -244,6 +267,9 @@ def _experiment(
         attempt / runfolder.MACHINE_DIR / "verifier_console.log",
     )
     seconds = time.monotonic() - started
+    got = layers.read(where, "exit", 16)
+    if rc is not None and got and got[0].strip().isdigit():
+        rc = int(got[0].strip())
     # The script is gone before the logs are read; the logs are copied, then the folder goes.
     (where / "script/verify.sh").unlink(missing_ok=True)
     error = _take_logs(where / "logs", attempt / runfolder.VERIFIER_DIR)

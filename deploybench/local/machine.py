@@ -701,14 +701,40 @@ def note_before_agent(state_dir: Path, name: str) -> None:
     (mdir / BEFORE_AGENT).write_text(json.dumps(noted))
 
 
+def noted_before_agent(mdir: Path) -> dict[str, list[int]]:
+    try:
+        return json.loads((mdir / BEFORE_AGENT).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
 def unchanged_since_agent(mdir: Path):
     """A test of (path, lstat) of the upper layer: true when the entry is as it was noted just
     before the agent (nothing is unchanged when nothing was noted)."""
-    try:
-        noted = json.loads((mdir / BEFORE_AGENT).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        noted = {}
+    noted = noted_before_agent(mdir)
     return lambda rel, st: noted.get(rel) == _signature(st)
+
+
+def killed_from_outside(mdir: Path, info: dict) -> bool:
+    """Whether a machine whose PID 1 is gone was ended from outside it (an operator, the host's
+    OOM killer, a harness fault): nspawn's own last word on it is "terminated by signal KILL",
+    which nothing inside can bring about (a PID 1 ignores SIGKILL from its own namespace), and
+    its cgroup saw no OOM kill (the machine's own memory use). An agent can write a line of that
+    form to its console, but not after nspawn's last one."""
+    try:
+        text = (mdir / "console.log").read_text(errors="replace")
+    except OSError:
+        return False
+    said = [ln for ln in text.splitlines() if ln.startswith(f"Container {info.get('name')} ")]
+    if not said or not said[-1].endswith("terminated by signal KILL."):
+        return False
+    for hierarchy in CGROUP_HIERARCHIES:
+        for control in (hierarchy / info.get("cgroup", "")).rglob("memory.oom_control"):
+            with contextlib.suppress(OSError, ValueError):
+                for line in control.read_text().splitlines():
+                    if line.startswith("oom_kill ") and int(line.split()[1]) > 0:
+                        return False
+    return True
 
 
 def machine_processes(info: dict) -> list[int]:
