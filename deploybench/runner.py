@@ -78,6 +78,10 @@ class Attempt:
 # Processes and threads an attempt's machine may hold at once (where its backend enforces it):
 # far above what a build or a training run starts, well below what hurts a shared host.
 LIMIT_PROCESSES = 4096
+# A command agent's scaffold (its Python, its runtime server, its node) runs on the same machine
+# as the artifact, whose needs are the task's memory_gb: the scaffold gets this much more.
+# OpenHands' local runtime alone is killed by a 1 GiB limit (the demo tasks' memory_gb).
+SCAFFOLD_MEMORY_GB = 4
 # What an attempt's wall-clock limit allows for beyond its budgets: preparing the machine and
 # staging the repository (the largest catalog trees take minutes), the stages after the agent.
 STAGING_SECONDS = 3600
@@ -112,7 +116,8 @@ class Runner:
             image=self.o.image,
             gpu=bool(task.get("gpu")) and not self.o.cpu_only,
             disk_gb=disk_gb,
-            limit_memory_gb=float(sizes.get("memory_gb", 64)),
+            limit_memory_gb=float(sizes.get("memory_gb", 64))
+            + (SCAFFOLD_MEMORY_GB if self.agents[agent].kind == "command" else 0),
             limit_disk_gb=disk_gb,
             limit_processes=LIMIT_PROCESSES,
             loopback_ports=loopback_ports(self.agents[agent].base_url),
