@@ -68,7 +68,7 @@ class UpperLayerWatch:
         for owner in self.state_home.glob("deployments/*/owner.json"):
             named = json.loads(owner.read_text()).get("attempt")
             if named and Path(named).resolve() == attempt.resolve():
-                uppers += self.state_home.glob(f"machines/*-{owner.parent.name}-*/upper")
+                uppers += self.state_home.glob(f"machines/*-{owner.parent.name}-*/layer/upper")
         return sorted(uppers)
 
     def _scan(self, attempt: Path) -> dict[str, dict]:
@@ -79,7 +79,7 @@ class UpperLayerWatch:
                 capture_output=True,
                 text=True,
             )
-            found[upper.parent.name] = {
+            found[upper.parent.parent.name] = {
                 "holding": proc.stdout.splitlines(),
                 "grep_rc": proc.returncode,  # 1: searched, nothing found
                 "grep_errors": proc.stderr.splitlines()[:20],
@@ -101,7 +101,12 @@ class UpperLayerWatch:
 
     @staticmethod
     def _stopped(attempt: Path) -> bool:
-        return any((attempt / name).exists() for name in (runfolder.STATE_TARBALL, runfolder.STOP))
+        # On local machines the stages after the agent run from the host: the handover that
+        # says the agent ended is written before them, the machine's disk kept until destroy.
+        hand = runfolder.read_handover(attempt) or {}
+        return hand.get("ended") is True or any(
+            (attempt / name).exists() for name in (runfolder.STATE_TARBALL, runfolder.STOP)
+        )
 
     def _scan_into(self, attempt: Path) -> None:
         self.scans[attempt] = self._scan(attempt)
