@@ -153,6 +153,20 @@ def _port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _spawn(args: list[str], log: Path) -> subprocess.Popen:
+    """A host process of a machine's (its network, its verifier's container): a session of its
+    own, none of the controller's environment, its output appended to log."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            env=BOOT_ENV,
+        )
+
+
 def _ssh_answers(port: int) -> bool:
     """The machine's sshd sends its banner through the forward (the forward itself listens
     before sshd does)."""
@@ -196,15 +210,7 @@ def _network(mdir: Path, init_pid: int, port: int) -> subprocess.Popen:
     ]  # fmt: skip
     # A namespace still being set up refuses the join now and then: a few tries.
     for tries in range(3):
-        with open(mdir / "console.log", "ab") as log:
-            proc = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                env=BOOT_ENV,
-            )
+        proc = _spawn(command, mdir / "console.log")
         deadline = time.monotonic() + 10
         while not api.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -765,24 +771,16 @@ def run_verifier(
         str(limits.get("memory_mb", 0) * 2**20), str(limits.get("processes", 0)),
         str(verify_dir), *command,
     ]  # fmt: skip
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-            env=BOOT_ENV,
-        )
-        try:
-            return proc.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            return None
-        finally:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            end_cgroup(cgroup)
-            with contextlib.suppress(OSError):
-                (NSPAWN_PROPAGATE / f"{name}-verify").rmdir()
+    proc = _spawn(args, log)
+    try:
+        return proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        end_cgroup(cgroup)
+        with contextlib.suppress(OSError):
+            (NSPAWN_PROPAGATE / f"{name}-verify").rmdir()
