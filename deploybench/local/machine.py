@@ -1,5 +1,8 @@
-"""One local machine: a systemd-nspawn container on an overlay of a cached base image, with sshd
-on a loopback port. The host network is shared so apt and pip work.
+"""One local machine: a systemd-nspawn container on an overlay of a cached base image, with a
+network namespace of its own (slirp4netns: egress through the host's sockets, so apt and pip
+work, and no way to the host's loopback), its sshd reached at a forwarded loopback port of the
+host's, its host key pinned, and the task's limits (memory and processes by its cgroup, disk by
+the size of its writable layer's file system).
 
 Root inside is host uid images.UID_BASE, an unprivileged user on the host (user namespace);
 the root is pivoted onto the overlay, whose lower layer (the image) is never written; /dev is
@@ -10,7 +13,8 @@ overlay, which all stay root-only on the host.
 Called by the local Terraform module (`python -m deploybench.local.machine up|down`) and by
 `deploybench destroy --all`. The overlay is mounted in a mount namespace of the machine's own
 (boot.sh), so killing the container's PID 1 ends every process of the machine and drops every
-mount with it: nothing is left to unmount on the host."""
+mount with it; what stays on the host is its writable layer's file system (unmounted by down),
+its network helper and relay (ended by kill_machine)."""
 
 from __future__ import annotations
 
