@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -25,18 +26,48 @@ from deploybench.terraform import terraform_binary
 _image_build = threading.Lock()
 
 
-def free_ports(count: int) -> list[int]:
-    """Ports the kernel hands out as free right now, distinct from each other."""
-    socks, ports = [], []
+# Ports handed out by this process, not handed out again: two attempts starting together.
+_HANDED: set[int] = set()
+_PORTS_LOCK = threading.Lock()
+LOWEST_PORT = 20000
+
+
+def _ephemeral_low() -> int:
     try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            socks.append(sock)
-            ports.append(sock.getsockname()[1])
-    finally:
-        for sock in socks:
-            sock.close()
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_ports(count: int) -> list[int]:
+    """Free loopback ports, distinct from each other and from those handed out before, taken
+    below the kernel's ephemeral range: a port from that range (what binding port 0 gives) can
+    be taken by any outgoing connection between now and the machine's start, and the machine's
+    forward then fails to bind it."""
+    high = _ephemeral_low() - 1
+    if high - LOWEST_PORT < 1000:
+        high = 65535
+    socks, ports = [], []
+    with _PORTS_LOCK:
+        try:
+            while len(ports) < count:
+                port = random.randint(LOWEST_PORT, high)
+                if port in _HANDED or port in ports:
+                    continue
+                sock = socket.socket()
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    sock.close()
+                    continue
+                socks.append(sock)
+                ports.append(port)
+        finally:
+            for sock in socks:
+                sock.close()
+        if len(_HANDED) > 4096:
+            _HANDED.clear()
+        _HANDED.update(ports)
     return ports
 
 

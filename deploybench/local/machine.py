@@ -232,13 +232,19 @@ def _network(mdir: Path, init_pid: int, port: int) -> subprocess.Popen:
         "arguments": {"proto": "tcp", "host_addr": "127.0.0.1", "host_port": port,
                       "guest_port": port},
     }  # fmt: skip
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.settimeout(5)
-        sock.connect(str(api))
-        sock.sendall(json.dumps(request).encode())
-        answer = sock.recv(4096).decode(errors="replace")
-    if "error" in answer:
-        raise InfraError(f"the machine's port {port} could not be forwarded: {answer[:200]}")
+    # The port was free when it was chosen (below the ephemeral range); a moment's binder of
+    # it gets a few more looks.
+    for tries in range(5):
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(5)
+            sock.connect(str(api))
+            sock.sendall(json.dumps(request).encode())
+            answer = sock.recv(4096).decode(errors="replace")
+        if "error" not in answer:
+            break
+        if tries == 4:
+            raise InfraError(f"the machine's port {port} could not be forwarded: {answer[:200]}")
+        time.sleep(0.3)
     return proc
 
 
