@@ -232,6 +232,17 @@ def _network(mdir: Path, init_pid: int, port: int) -> subprocess.Popen:
         "arguments": {"proto": "tcp", "host_addr": "127.0.0.1", "host_port": port,
                       "guest_port": port},
     }  # fmt: skip
+    try:
+        _forward(api, request)
+    except BaseException:
+        # Not yet in machine.json, so no kill_machine would find it.
+        proc.kill()
+        proc.wait()
+        raise
+    return proc
+
+
+def _forward(api: Path, request: dict) -> None:
     # The port was free when it was chosen (below the ephemeral range); a moment's binder of
     # it gets a few more looks.
     for tries in range(5):
@@ -241,11 +252,11 @@ def _network(mdir: Path, init_pid: int, port: int) -> subprocess.Popen:
             sock.sendall(json.dumps(request).encode())
             answer = sock.recv(4096).decode(errors="replace")
         if "error" not in answer:
-            break
+            return
         if tries == 4:
+            port = request["arguments"]["host_port"]
             raise InfraError(f"the machine's port {port} could not be forwarded: {answer[:200]}")
         time.sleep(0.3)
-    return proc
 
 
 def _bridge(mdir: Path, init_pid: int, ports: list[int]) -> subprocess.Popen:
@@ -477,6 +488,8 @@ def up(
         down(state_dir, name, keep=True)
         raise
     info |= {"slirp_pid": net.pid, "slirp_start": _start_time(net.pid)}
+    # Recorded at once: whatever fails next, down() finds it there.
+    (mdir / "machine.json").write_text(json.dumps(info, indent=2))
     if loopback_ports:
         try:
             relay = _bridge(mdir, init_pid, list(loopback_ports))
