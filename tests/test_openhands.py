@@ -257,10 +257,12 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
     assert len(waiting.requests) == len(blocking)
     assert row["agent_seconds"] >= BUDGET - 1, row
     assert (attempt / "verdict.json").is_file()
-    for listing in ("verifier/processes_before_verify.txt", "state/processes_after_stop.txt"):
-        text = (attempt / listing).read_text()
-        left = [x for x in text.splitlines() if "openhands" in x or BLOCKING_SLEEP in x]
-        assert "PID" in text.splitlines()[0] and left == [], (listing, text)
+    text = (attempt / "verifier/processes_before_verify.txt").read_text()
+    left = [x for x in text.splitlines() if "openhands" in x or BLOCKING_SLEEP in x]
+    assert "PID" in text.splitlines()[0] and left == [], text
+    # Local machines are stopped from the host (the whole container ends): the blocking command
+    # was among the processes that stop ended.
+    assert BLOCKING_SLEEP in (attempt / "state/processes_at_stop.txt").read_text()
 
     # The report on this run: the soft timeout followed by input to the command is a Loop;
     # the overclaim is counted among the failed self-stops, with a shallow check only.
