@@ -87,9 +87,11 @@ class Backend(ABC):
         what the playbook collects over SSH is the same for every backend."""
         return None
 
-    # Whether the stages after the agent run from outside the machine (after_agent): the
-    # playbook then ends with the agent, and nothing after it enters the machine's login.
-    judges_from_outside: bool = False
+    @property
+    def judges_from_outside(self) -> bool:
+        """Whether the stages after the agent run from outside the machine (after_agent): the
+        playbook then ends with the agent, and nothing after it enters the machine's login."""
+        return False
 
     def before_agent(self, host: str, attempt: Path) -> None:
         """Note what the stages after the agent compare against, just before the agent starts
@@ -101,6 +103,7 @@ class Backend(ABC):
     ) -> dict[str, Any]:
         """Every stage after the agent, from outside the machine: the verdict, written into
         the attempt. Only for a backend that judges_from_outside."""
+        # Reached only by a caller that ignored judges_from_outside: a harness bug, never input.
         raise NotImplementedError(f"the {self.name} backend judges through the machine")
 
     @abstractmethod

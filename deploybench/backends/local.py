@@ -128,7 +128,7 @@ class LocalBackend(Backend):
         )
 
     @property
-    def judges_from_outside(self) -> bool:  # type: ignore[override]
+    def judges_from_outside(self) -> bool:
         # DEPLOYBENCH_LOCAL_POST_AGENT=machine runs the stages after the agent through the
         # machine's login, as on cloud machines: that path's tests run on local machines.
         return os.environ.get("DEPLOYBENCH_LOCAL_POST_AGENT", "host") != "machine"

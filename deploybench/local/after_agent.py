@@ -85,7 +85,7 @@ def _state(m: layers.Machine, dest: Path, workdir: str, control: str) -> None:
         if note:
             notes["truncated.txt" if "cut to" in note else "refused.txt"].append(note)
     status = (m.read("var/lib/dpkg/status", 64 << 20) or (b"", 0))[0].decode(errors="replace")
-    packages = scan._packages(status)
+    packages = scan.installed_packages(status)
     (dest / "dpkg.txt").write_text(
         "".join(f"{k}\t{v.lstrip('*')}\n" for k, v in sorted(packages.items()))
     )

@@ -89,7 +89,7 @@ def _is_startup(rel: str) -> bool:
     return any(fnmatch.fnmatchcase(rel, pattern) for pattern in STARTUP)
 
 
-def _packages(status: str) -> dict[str, str]:
+def installed_packages(status: str) -> dict[str, str]:
     """Installed packages of a dpkg status file: name -> version, the checked ones marked."""
     found: dict[str, str] = {}
     for block in status.split("\n\n"):
@@ -114,7 +114,7 @@ def image_facts(lower: Path) -> dict:
     image: the lower layer is never written."""
     machine = layers.Machine(lower, lower)
     status = (machine.read(f"{DPKG}/status", 64 << 20) or (b"", 0))[0].decode(errors="replace")
-    packages = _packages(status)
+    packages = installed_packages(status)
     md5s: dict[str, tuple[str, str]] = {}
     commands: set[str] = set()
     libraries: set[str] = set()
@@ -155,7 +155,7 @@ def _upgraded(machine: layers.Machine, facts: dict, package: str, rel: str, md5:
     """The file belongs to a newer version of its package that dpkg installed on the machine:
     dpkg's own records there name another version and this file's MD5."""
     status = (machine.read(f"{DPKG}/status", 64 << 20) or (b"", 0))[0].decode(errors="replace")
-    now = _packages(status).get(package, "").lstrip("*")
+    now = installed_packages(status).get(package, "").lstrip("*")
     if not now or now == facts["versions"].get(package):
         return False
     for entry in machine.listdir(f"{DPKG}/info"):
