@@ -3,6 +3,7 @@ provider mirror) against a moto server on loopback, driven through the `deploybe
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -15,8 +16,9 @@ from pathlib import Path
 
 import boto3
 import pytest
+import yaml
 
-from deploybench import contracts, storage, terraform
+from deploybench import contracts, harness_login, storage, terraform
 from deploybench.backends import MachineRequest, get_backend
 from deploybench.terraform import plugin_dir
 from tests import moto_server
@@ -86,10 +88,13 @@ def test_provision_gpu_machines_list_and_destroy(aws, state_home):
         assert set(m) == MACHINE_KEYS
         assert (m["backend"], m["user"], m["port"], m["image"]) == (
             "aws",
-            "ubuntu",
+            harness_login.USER,
             22,
             "ubuntu2204",
         )
+        # The host key is the deployment's, pinned before the first connection.
+        known = Path(m["known_hosts_file"]).read_text().split()
+        assert known[:2] == ["*", "ssh-ed25519"] and len(known) == 3
         assert (m["gpu_type"], m["gpu_count"], m["vcpus"], m["memory_gb"]) == ("L4", 1, 16, 64)
         assert Path(m["private_key_file"]).is_file()
 
@@ -108,6 +113,22 @@ def test_provision_gpu_machines_list_and_destroy(aws, state_home):
         assert tags["Name"] in machines
         assert inst["KeyName"] == f"db-{deployment}"
         assert inst["PublicIpAddress"] in {m["host"] for m in machines.values()}
+        # cloud-init makes the harness's own user, its key outside every home, and installs
+        # the host key the harness pinned.
+        raw = ec2.describe_instance_attribute(InstanceId=inst["InstanceId"], Attribute="userData")
+        user_data = base64.b64decode(raw["UserData"]["Value"]).decode()
+        assert user_data.startswith("#cloud-config\n")
+        config = yaml.safe_load(user_data)
+        public = " ".join(Path(m["known_hosts_file"]).read_text().split()[1:])
+        assert config["ssh_keys"]["ed25519_public"] == public
+        assert config["ssh_genkeytypes"] == []
+        (user,) = [u for u in config["users"] if isinstance(u, dict)]
+        assert (user["name"], user["shell"]) == (harness_login.USER, "/bin/sh")
+        written = {f["path"]: f for f in config["write_files"]}
+        keys = written[harness_login.KEYS_FILE]
+        assert (keys["owner"], keys["permissions"]) == ("root:root", "0644")
+        assert keys["content"].strip() == Path(f"{m['private_key_file']}.pub").read_text().strip()
+        assert "PermitUserRC no" in written[harness_login.SSHD_DROPIN]["content"]
 
     # One security group for the run: SSH (22/tcp) from the operator's address, nothing else.
     group_ids = {g["GroupId"] for i in instances for g in i["SecurityGroups"]}

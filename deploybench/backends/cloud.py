@@ -14,6 +14,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
+from deploybench import harness_login
 from deploybench.backends.base import Backend, MachineRequest
 from deploybench.errors import DeployBenchError, InfraError
 from deploybench.paths import state_home
@@ -84,8 +85,13 @@ def ensure_ssh_key(folder: Path, comment: str) -> tuple[str, Path]:
 
 def interface_vars(request: MachineRequest, folder: Path, default_image: str) -> dict:
     """The shared module interface (terraform/INTERFACE.md) for a cloud backend: the run's own
-    SSH key, the owner tag and the task split out of the tags; each backend adds its own."""
+    SSH key, the owner tag and the task split out of the tags; each backend adds its own. Also
+    the harness's own login (deploybench/harness_login.py): cloud-init makes its user with the
+    run's key outside every home and boots the machines with the deployment's host key, whose
+    known_hosts file is written here, before any connection."""
     public_key, private_key = ensure_ssh_key(folder, f"deploybench-{request.run_id}")
+    host_private, host_public = harness_login.ensure_host_key(folder)
+    known = harness_login.write_known_hosts(folder / "known_hosts", host_public)
     tags = dict(request.tags)
     task = tags.pop("task", None) or "none"
     return {
@@ -102,6 +108,9 @@ def interface_vars(request: MachineRequest, folder: Path, default_image: str) ->
         "owner": owner(request),
         "tags": tags,
         "task_id": task,
+        "user_data": harness_login.cloud_config(public_key, host_private, host_public),
+        "login_user": harness_login.USER,
+        "known_hosts_file": str(known.resolve()),
     }
 
 

@@ -21,9 +21,12 @@ chmod 0440 "$sudoers.new"
 visudo -cf "$sudoers.new" >/dev/null
 mv "$sudoers.new" "$sudoers"
 install -d -m 0755 -o "$user" -g "$user" "$home/Desktop" "$control"
-# Cloud images log in as another user: let the login key reach the agent's user too.
+# Cloud machines log in as another user (the harness's own, whose key sshd reads from a
+# root-owned file outside its home: deploybench/harness_login.py): let the login key reach the
+# agent's user too.
 if [ "$login" != "$user" ]; then
-  src=$(getent passwd "$login" | cut -d: -f6)/.ssh/authorized_keys
+  src=/etc/deploybench/authorized_keys/$login
+  [ -f "$src" ] || src=$(getent passwd "$login" | cut -d: -f6)/.ssh/authorized_keys
   install -d -m 0700 -o "$user" -g "$user" "$home/.ssh"
   install -m 0600 -o "$user" -g "$user" "$src" "$home/.ssh/authorized_keys"
 fi

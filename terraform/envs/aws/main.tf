@@ -24,6 +24,9 @@ module "machines" {
   owner                = var.owner
   tags                 = var.tags
   task_id              = var.task_id
+  user_data            = var.user_data
+  login_user           = var.login_user
+  known_hosts_file     = var.known_hosts_file
   operator_cidr        = var.operator_cidr
   ami_id               = var.ami_id
   instance_type_cpu    = var.instance_type_cpu

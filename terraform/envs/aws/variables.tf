@@ -99,3 +99,22 @@ variable "vpc_id" {
   type        = string
   default     = null
 }
+
+variable "user_data" {
+  description = "cloud-init user data: the harness's login user and host key (see the module)."
+  type        = string
+  default     = null
+  sensitive   = true
+}
+
+variable "login_user" {
+  description = "The user the harness logs in as."
+  type        = string
+  default     = "ubuntu"
+}
+
+variable "known_hosts_file" {
+  description = "known_hosts file with the host key user_data installs; null if none."
+  type        = string
+  default     = null
+}

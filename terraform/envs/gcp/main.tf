@@ -25,6 +25,9 @@ module "machines" {
   owner                = var.owner
   tags                 = var.tags
   task_id              = var.task_id
+  user_data            = var.user_data
+  login_user           = var.login_user
+  known_hosts_file     = var.known_hosts_file
   zone                 = var.zone
   operator_cidr        = var.operator_cidr
   network              = var.network

@@ -4,10 +4,10 @@ output "machines" {
     for i, m in aws_instance.machine : local.names[i] => {
       host             = m.public_ip != "" ? m.public_ip : m.private_ip
       port             = 22
-      user             = "ubuntu"
+      user             = var.login_user
       private_key_file = var.ssh_private_key_file
-      # Made on the first boot, unseen by the harness: not pinned (docs/verification.md).
-      known_hosts_file = null
+      # The deployment's own host key when user_data installs it, else made unseen on the first boot.
+      known_hosts_file = var.known_hosts_file
       backend          = "aws"
       image            = var.image
       gpu_type         = local.gpu_type

@@ -184,3 +184,22 @@ variable "task_id" {
     error_message = "task_id must be 1-64 characters of lower-case letters, digits, '_' and '-'."
   }
 }
+
+variable "user_data" {
+  description = "cloud-init user data (deploybench/harness_login.py): the harness's own login user and the deployment's host key. Null: the image's defaults."
+  type        = string
+  default     = null
+  sensitive   = true
+}
+
+variable "login_user" {
+  description = "The user the harness logs in as (contract 1 `user`): its own when user_data makes it, else the image's default user."
+  type        = string
+  default     = "ubuntu"
+}
+
+variable "known_hosts_file" {
+  description = "A known_hosts file holding the host key user_data installs (written by deploybench before any connection); null when the key is made on the first boot, unseen."
+  type        = string
+  default     = null
+}

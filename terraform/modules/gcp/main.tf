@@ -70,10 +70,12 @@ resource "google_compute_instance" "machine" {
   }
 
   # Only the run's key may log in; project-wide keys are not honoured on these machines.
-  metadata = {
+  # user-data: the harness's own login user and the deployment's host key, for cloud-init
+  # (deploybench/harness_login.py).
+  metadata = merge({
     ssh-keys               = "ubuntu:${var.ssh_public_key}"
     block-project-ssh-keys = "TRUE"
-  }
+  }, var.user_data == null ? {} : { user-data = var.user_data })
 
   # Machines with a GPU cannot live-migrate: they must terminate on host maintenance.
   scheduling {

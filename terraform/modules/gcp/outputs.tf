@@ -4,10 +4,10 @@ output "machines" {
     for i, m in google_compute_instance.machine : local.names[i] => {
       host             = try(m.network_interface[0].access_config[0].nat_ip, m.network_interface[0].network_ip)
       port             = 22
-      user             = "ubuntu"
+      user             = var.login_user
       private_key_file = var.ssh_private_key_file
-      # Made on the first boot, unseen by the harness: not pinned (docs/verification.md).
-      known_hosts_file = null
+      # The deployment's own host key when user_data installs it, else made unseen on the first boot.
+      known_hosts_file = var.known_hosts_file
       backend          = "gcp"
       image            = var.image
       gpu_type         = var.gpu ? "L4" : null
