@@ -37,8 +37,9 @@ MACHINE = {
         "port": {"type": "integer", "minimum": 1, "maximum": 65535},
         "user": {"type": "string", "minLength": 1},
         "private_key_file": {"type": "string", "minLength": 1},
-        # A known_hosts file holding the machine's host key when the backend knows it (local
-        # machines: the harness made it), the harness then refusing any other key; else null.
+        # A known_hosts file holding the machine's host key when the backend knows it (every
+        # backend's own machines: the harness made the key), the harness then refusing any
+        # other key; else null.
         "known_hosts_file": {"type": ["string", "null"]},
         "backend": {"enum": ["local", "aws", "gcp"]},
         "image": {"type": "string"},
@@ -125,13 +126,15 @@ VERDICT = {
                 "passed": {"type": "boolean"},
                 "category": {"enum": [None, "tampered", "machine_broken"]},
                 "evidence": {"type": "array", "items": {"type": "string"}},
-                # What the host's scan recorded without judging it (STARTUP, SETUID lines).
+                # What was recorded without being judged (STARTUP, SETUID lines of the host's
+                # or the volume's scan, or of the doors' digests).
                 "recorded": {"type": "array", "items": {"type": "string"}},
             },
         },
         # How the judgment was obtained (docs/verification.md): `host`, every stage after the
         # agent run from outside the machine (local); `machine`, through the machine's own
-        # login with the controller's tools (cloud). Optional: older verdicts lack it.
+        # login with the controller's tools; `scanned`, that and the machine's volume read
+        # from a snapshot by a machine of the harness's (AWS). Optional: older verdicts lack it.
         "trust": {"enum": ["host", "scanned", "machine"]},
         "layer1": {
             "type": "object",

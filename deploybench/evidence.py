@@ -193,7 +193,8 @@ def judge(
         refusals = _archive_refusals(attempt)
         if refusals:
             scan_text = (scan_text or "") + refusals
-    machine = integrity.judge(scan_text, _text(probe))
+    # What changed in the doors of the login during the agent (deploybench/doors.py).
+    machine = integrity.judge(scan_text, _text(probe), _text(attempt / runfolder.DOOR_FINDINGS))
     for raw in (scan, probe, own_scan):
         if raw is not None and raw.is_file() and raw.parent != logs:
             shutil.move(raw, logs / raw.name)

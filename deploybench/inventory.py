@@ -9,6 +9,8 @@ from typing import Any
 
 from jinja2 import Environment, StrictUndefined
 
+from deploybench import harness_login
+
 _INI = Environment(undefined=StrictUndefined, keep_trailing_newline=True).from_string(
     """# Rendered by deploybench from the Terraform `machines` output; do not edit.
 [machines]
@@ -16,6 +18,7 @@ _INI = Environment(undefined=StrictUndefined, keep_trailing_newline=True).from_s
 {{ name }} ansible_host={{ m.host }} ansible_port={{ m.port }} ansible_user={{ m.user }} \
 ansible_ssh_private_key_file={{ m.private_key_file }} deploybench_backend={{ m.backend }} \
 deploybench_image={{ m.image }} deploybench_gpu_count={{ m.gpu_count }} \
+deploybench_harness_user={{ harness_user }} \
 ansible_ssh_common_args="{{ opts(m) }}"
 {% endfor %}
 """
@@ -23,8 +26,8 @@ ansible_ssh_common_args="{{ opts(m) }}"
 
 
 def ssh_options(machine: dict[str, Any]) -> str:
-    """Host key checking: against the machine's pinned key where its backend knows it (local
-    machines), else none (a cloud machine's key is made on its first boot, unseen)."""
+    """Host key checking: against the machine's pinned key where its backend knows it (every
+    backend's own machines), else none (a machine made outside deploybench)."""
     known = machine.get("known_hosts_file")
     if known:
         return f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={known}"
@@ -41,6 +44,8 @@ def host_vars(machine: dict[str, Any]) -> dict[str, Any]:
         "deploybench_backend": machine["backend"],
         "deploybench_image": machine["image"],
         "deploybench_gpu_count": machine["gpu_count"],
+        # Who the stages after the agent log in as, where they log in (harness_login.py).
+        "deploybench_harness_user": harness_login.USER,
     }
 
 
@@ -56,7 +61,9 @@ def as_data(machines: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def write(machines: dict[str, dict[str, Any]], path: Path) -> Path:
-    path.write_text(_INI.render(machines=machines, opts=ssh_options))
+    path.write_text(
+        _INI.render(machines=machines, opts=ssh_options, harness_user=harness_login.USER)
+    )
     return path
 
 

@@ -56,6 +56,9 @@ VERIFIER_TARBALL = "verifier.tar.gz"
 VERIFIER_B64 = "verifier.tar.gz.b64"
 AGENT_FILES_B64 = "agent_files.b64"
 HANDOVER = "handover.json"  # how the agent ended, for the stages run from outside the machine
+DOORS_BEFORE = "doors_before.txt"  # the doors' digests before the agent (deploybench/doors.py)
+DOOR_FINDINGS = "doors.txt"  # raw DOOR/STARTUP lines: what changed in them during the agent
+VOLUME_SCAN = "volume_scan.json"  # the snapshots of a cloud machine's volume and their scan
 # Folders of an attempt.
 STATE_DIR = "state"  # the agent's machine after it stopped
 CHANGED_FILES = "changed_files.txt"  # in STATE_DIR: what the agent changed (local backend)
@@ -94,6 +97,10 @@ ATTEMPT_FILES = (
     AGENT_FILES_B64,
     CHANGED_FILES,
     VERIFIER_STDOUT,
+    HANDOVER,
+    DOORS_BEFORE,
+    DOOR_FINDINGS,
+    VOLUME_SCAN,
 )
 
 

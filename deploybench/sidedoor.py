@@ -14,6 +14,11 @@ shell knocks with `python -m deploybench.sidedoor VERB ...`, which calls the sam
     handover  how the agent ended (handover.json), for a backend whose stages after the agent
               run from outside the machine (deploybench/local/after_agent.py): the playbook
               ends there and the runner judges the attempt
+    doors     the digests of the login's doors before the agent and after it (deploybench/
+              doors.py), for a backend whose stages after the agent log in: a changed door is
+              judged tampered at once
+    agent_end the agent's run ended: the backend keeps the machine as the agent left it before
+              anything enters it again (AWS: a snapshot of the stopped machine's volume)
 
 A playbook run by hand goes through the same door, so it leaves the same files as `deploybench
 run`. Every file name the door reads or writes comes from deploybench.runfolder, and the paths
@@ -112,7 +117,10 @@ def begin(
         # CPU_ONLY=1 only in the CPU validation of a GPU task (deploybench ... --cpu-only).
         script.write_text(verification.machine_script(task_id, cpu_only=cpu_only))
         script.chmod(0o600)
+        from deploybench import doors as door_digests
+
         door["busybox"] = str(toolkit.busybox())
+        door["doors_command"] = door_digests.command()
     return door
 
 
@@ -180,6 +188,37 @@ def handover(attempt: Path, facts: dict[str, Any]) -> dict[str, Any]:
         get_backend(str(facts["backend"])).before_agent(str(facts["host"]), attempt)
     (attempt / runfolder.HANDOVER).write_text(json.dumps(hand))
     return hand
+
+
+def doors(attempt: Path, stage: str, listing: str, backend: str, host: str) -> dict[str, Any]:
+    """The doors' digests of a machine the stages after the agent log in to (deploybench/
+    doors.py). Before the agent: kept, and the backend notes what it compares against. After
+    it: compared, the findings kept for the judgment; `judged` when a door changed (the
+    attempt is then judged tampered at once, and nothing more runs on the machine)."""
+    from deploybench import doors as door_digests
+    from deploybench.backends import get_backend
+
+    if stage == "before":
+        (attempt / runfolder.DOORS_BEFORE).write_text(listing)
+        if backend:
+            get_backend(backend).before_agent(host, attempt)
+        return {"judged": False}
+    before = attempt / runfolder.DOORS_BEFORE
+    if before.is_file():
+        lines = door_digests.compare(before.read_text(), listing)
+    else:
+        lines = ["DOOR (all) no digests from before the agent to compare with"]
+    (attempt / runfolder.DOOR_FINDINGS).write_text("".join(f"{line}\n" for line in lines))
+    return {"judged": any(line.startswith("DOOR ") for line in lines)}
+
+
+def agent_end(attempt: Path, backend: str, host: str) -> dict[str, Any]:
+    """The agent's run ended; before any stage enters the machine again, the backend may keep
+    the machine as the agent left it (AWS: stopped, its volume snapshotted, started again).
+    `host`: the machine's address from now on ("" when it did not change)."""
+    from deploybench.backends import get_backend
+
+    return {"host": get_backend(backend).at_agent_end(host, attempt) or ""}
 
 
 def _tidy(paths: dict[str, str]) -> None:
@@ -305,13 +344,25 @@ def answer(verb: str, args: dict[str, Any]) -> dict[str, Any]:
         )
     if verb == "handover":
         return handover(attempt, args)
+    if verb == "doors":
+        return doors(
+            attempt,
+            str(args["stage"]),
+            str((evidence or {}).get("listing", "")),
+            str(args.get("backend") or ""),
+            str(args.get("host") or ""),
+        )
+    if verb == "agent_end":
+        return agent_end(attempt, str(args.get("backend") or ""), str(args.get("host") or ""))
     if verb == "broken":
         return _judging(
             attempt,
             evidence,
             lambda: broken(attempt, int(args["agent_rc"]), float(args["agent_seconds"])),
         )
-    raise DeployBenchError(f"the side door has no verb {verb!r}: begin, finish, broken or handover")
+    raise DeployBenchError(
+        f"the side door has no verb {verb!r}: begin, finish, broken, handover, doors or agent_end"
+    )
 
 
 # ---- the same door from a shell ----

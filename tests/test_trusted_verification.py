@@ -173,7 +173,12 @@ def test_integrity_from_raw_lines():
         "UNSAFE /root writable by others (mode 777)",
     ):
         result = integrity.judge(f"{line}\nCHECKED 4000 40\n")
-        assert result == {"passed": False, "category": "tampered", "evidence": [line]}
+        assert result == {
+            "passed": False,
+            "category": "tampered",
+            "evidence": [line],
+            "recorded": [],
+        }
     missing = integrity.judge("MISSING python3.11-minimal /usr/bin/python3.11\nCHECKED 1 1\n")
     assert missing["category"] == "machine_broken"
     assert integrity.judge("")["category"] == "machine_broken"  # the scan did not finish

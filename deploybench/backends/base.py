@@ -98,6 +98,12 @@ class Backend(ABC):
         (called from the playbook through the side door). Nothing by default."""
         return None
 
+    def at_agent_end(self, host: str, attempt: Path) -> str | None:
+        """Called when the agent's run ended, before any stage after it enters the machine:
+        keep what only the backend can keep of the machine as the agent left it. The machine's
+        new address when it changed, else None. Nothing by default."""
+        return None
+
     def after_agent(
         self, machines: dict[str, dict], attempt: Path, task_id: str, hand: dict[str, Any]
     ) -> dict[str, Any]:

@@ -225,9 +225,6 @@ def judge(state_dir: Path, name: str, attempt: Path, task_id: str, hand: dict[st
     )
     verdict = evidence.judge(attempt, verify_rc, seconds, task_id, files["scan"], probe, ran=ran)
     verdict["trust"] = TRUST
-    verdict["machine"]["recorded"] = [
-        line for line in raw_scan.splitlines() if line.split(" ", 1)[0] in integrity.RECORD_KINDS
-    ][: integrity.MAX_EVIDENCE * 5]
     runfolder.write_verdict(attempt, verdict)
     files["script"].unlink(missing_ok=True)
     return verdict

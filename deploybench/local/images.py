@@ -15,12 +15,14 @@ import fcntl
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from deploybench import harness_login
 from deploybench.errors import DeployBenchError
 from deploybench.paths import state_home
 
@@ -61,6 +63,21 @@ BASE_PACKAGES = [
     "netbase",
 ]
 
+
+def _harness_login() -> list[str]:
+    """The harness's own login user and its sshd and sudo settings (deploybench/harness_login.py),
+    as on a cloud machine; each machine gets its key in _prepare_upper."""
+    made = [
+        f'chroot "$1" useradd --system --create-home --home-dir {harness_login.HOME} '
+        f"--shell /bin/sh --user-group {harness_login.USER}",
+        f'mkdir -p "$1{harness_login.KEYS_DIR}"',
+    ]
+    for path, content, mode in harness_login.files(""):
+        if path != harness_login.KEYS_FILE:
+            made.append(f'printf %s {shlex.quote(content)} > "$1{path}" && chmod {mode} "$1{path}"')
+    return made
+
+
 # Run inside the new root by mmdebstrap (customize hooks get the root as "$1").
 CUSTOMIZE = [
     'chroot "$1" useradd --create-home --shell /bin/bash --uid 1000 --user-group vm',
@@ -70,6 +87,7 @@ CUSTOMIZE = [
     'rm -f "$1"/etc/ssh/ssh_host_*',
     'rm -f "$1/etc/machine-id" && touch "$1/etc/machine-id"',
     'mkdir -p "$1/run/sshd"',
+    *_harness_login(),
 ]
 
 

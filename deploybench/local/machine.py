@@ -32,6 +32,7 @@ from pathlib import Path
 
 import click
 
+from deploybench import harness_login
 from deploybench.errors import DeployBenchError, InfraError
 from deploybench.local import images, layers
 
@@ -364,6 +365,12 @@ def _prepare_upper(mdir: Path, name: str, lower: Path) -> None:
         os.chown(path, _host_id(1000), _host_id(1000))
     os.chmod(ssh_dir.parent, 0o750)
     os.chmod(ssh_dir, 0o700)
+    # The harness's own login (stages after the agent that log in: harness_login.py), with the
+    # same key, in a root-owned file outside every home.
+    keys = upper / harness_login.KEYS_FILE.lstrip("/")
+    keys.parent.mkdir(parents=True)
+    shutil.copy(f"{key}.pub", keys)
+    os.chmod(keys, 0o644)
     (upper / "etc/ssh").mkdir(parents=True)
     subprocess.run(
         [
