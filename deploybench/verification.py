@@ -176,6 +176,7 @@ def build_verdict(
             "passed": bool(machine["passed"]),
             "category": machine.get("category"),
             "evidence": list(machine.get("evidence", [])),
+            "recorded": list(machine.get("recorded", [])),
         },
         "layer1": {
             "passed": bool(layer1_result["passed"]),
