@@ -214,3 +214,26 @@ def judge(
         runfolder.Verify(verifier_rc=rc, seconds=round(seconds, 3), timed_out=timed_out and ran),
     )
     return verdict
+
+
+def judge_volume_scan(attempt: Path, raw: str) -> dict:
+    """Judge the attempt again with the scan of its machine's volume read from outside
+    (backends/volume_scan.py): a volume that fails the integrity judgment fails the attempt,
+    whatever the stages through the machine found; the verdict then says `trust: scanned`."""
+    logs = attempt / runfolder.VERIFIER_DIR
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "volume_scan.txt").write_text(raw)
+    verdict = runfolder.read_verdict(attempt)
+    judged = integrity.judge(raw)
+    machine = verdict["machine"]
+    machine["recorded"] = (machine.get("recorded", []) + judged["recorded"])[
+        : integrity.MAX_EVIDENCE * 5
+    ]
+    if not judged["passed"]:
+        if machine["passed"]:
+            machine.update(passed=False, category=judged["category"], evidence=[])
+        machine["evidence"] = (machine["evidence"] + judged["evidence"])[: integrity.MAX_EVIDENCE]
+        verdict["passed"] = False
+    verdict["trust"] = "scanned"
+    runfolder.write_verdict(attempt, verdict)
+    return verdict

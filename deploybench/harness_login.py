@@ -4,12 +4,12 @@ cloud machine; a local machine only when DEPLOYBENCH_LOCAL_POST_AGENT=machine).
 The agent is root on its machine, so nothing on it is beyond its reach; what this buys is that
 the usual doors of a login are not the agent's by default: the harness logs in as a user of its
 own whose only key lives in a root-owned file outside every home, whose sshd settings refuse
-user rc files and forwarding (sshd refuses user-level environment files by default), whose shell is /bin/sh run
-without a login (dash reads no start-up file then), and whose machine proves itself with a host
-key the harness made. What the agent can still change (sshd's or PAM's configuration, sudo,
-the loader) is compared with digests taken before the agent (doors.py) and, on AWS, read from a
-snapshot of the stopped machine (backends/volume_scan.py). docs/verification.md says what this
-guarantees and what it does not."""
+user rc files and forwarding (user-level environment files are refused by sshd's default),
+whose shell is /bin/sh run without a login (dash reads no start-up file then), and whose machine
+proves itself with a host key the harness made. What the agent can still change (sshd's or
+PAM's configuration, sudo, the loader) is compared with digests taken before the agent
+(doors.py) and, on AWS, read from a snapshot of the stopped machine (backends/volume_scan.py).
+docs/verification.md says what this guarantees and what it does not."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ SUDOERS = "/etc/sudoers.d/00-deploybench-harness"
 HOST_KEY = "host_ed25519"
 
 # A terminal stays allowed: Ansible's raw steps ask for one, so that a command cut off with its
-# connection is hung up. A Match block in a file of sshd_config.d ends with that file (checked with `sshd -T` on the
-# images: tests/test_harness_login.py), so it changes nothing for the machine's other users.
+# connection is hung up. A Match block in a file of sshd_config.d ends with that file (checked
+# with `sshd -T` on the image: tests/test_harness_login.py), so the other users keep theirs.
 _SSHD = f"""# The harness's login (deploybench); the agent's users are not affected.
 Match User {USER}
     AuthorizedKeysFile {KEYS_DIR}/%u

@@ -163,6 +163,8 @@ class Runner:
             else:
                 judged = stage_failures.judge(result, events, machines, folder)
             self.o.backend.collect_state(machines, folder / runfolder.STATE_DIR)
+            if runfolder.has_verdict(folder):
+                self.o.backend.scan_from_outside(machines, folder)
         finally:
             try:
                 self.o.backend.destroy(deployment)

@@ -12,6 +12,8 @@ from typing import Any
 
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_fixed
 
+from deploybench import evidence, harness_login
+from deploybench.backends import volume_scan
 from deploybench.backends.base import MachineRequest
 from deploybench.backends.cloud import CloudBackend, interface_vars, live_runs, operator_cidr
 from deploybench.backends.cloud import owner as owner_of
@@ -76,11 +78,44 @@ class AwsBackend(CloudBackend):
             "spot": os.environ.get(SPOT_ENV, "") in ("1", "true", "yes"),
         }
 
+    # The root volume read from outside (backends/volume_scan.py): a snapshot before the agent,
+    # one of the stopped machine after it, both scanned by a scanner machine after the verdict.
+    def before_agent(self, host: str, attempt: Path) -> None:
+        volume_scan.before_agent(_session().client("ec2"), host, attempt)
+
+    def at_agent_end(self, host: str, attempt: Path) -> str | None:
+        return volume_scan.at_agent_end(_session().client("ec2"), host, attempt)
+
+    def scan_from_outside(self, machines: dict[str, dict], attempt: Path) -> None:
+        if not machines:
+            return
+        machine = next(iter(machines.values()))
+        folder = Path(machine["private_key_file"]).parent
+        host_private, host_public = harness_login.ensure_host_key(folder)
+        login_key = Path(f"{machine['private_key_file']}.pub").read_text()
+        raw = volume_scan.scan(
+            _session().client("ec2"),
+            attempt,
+            harness_login.cloud_config(login_key, host_private, host_public),
+            self.scanner_runner(machine),
+        )
+        if raw is not None:
+            evidence.judge_volume_scan(attempt, raw)
+
+    def scanner_runner(self, machine: dict):
+        """How the scanner program reaches the scanner machine (SSH; a test of the AWS calls
+        against moto, which boots nothing, runs it on local copies instead)."""
+        return volume_scan.ssh_runner(machine)
+
     def sweep(self, dry_run: bool = False) -> list[str]:
         return sweep_aws(owner_of(), live_runs(self.name), dry_run)
 
     def sweep_run(self, owner: str, run_id: str) -> list[str]:
         return sweep_aws(owner, set(), dry_run=False, run_id=run_id)
+
+
+def _tags(resource: dict) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in resource.get("Tags", [])}
 
 
 def _is_dependency_violation(exc: BaseException) -> bool:
@@ -137,6 +172,23 @@ def sweep_aws(owner: str, live: set[str], dry_run: bool, run_id: str | None = No
         found.append(f"security group {group['GroupId']} {group['GroupName']}")
         if not dry_run:
             delete_group(GroupId=group["GroupId"])
+    # The volume scan's volumes and snapshots (backends/volume_scan.py) that a crash left.
+    for volume in ec2.describe_volumes(
+        Filters=[owner_filter, *run_filters, {"Name": "status", "Values": ["available"]}]
+    )["Volumes"]:
+        if _tags(volume).get("deploybench:run") in live:
+            continue
+        found.append(f"volume {volume['VolumeId']}")
+        if not dry_run:
+            ec2.delete_volume(VolumeId=volume["VolumeId"])
+    for snap in ec2.describe_snapshots(OwnerIds=["self"], Filters=[owner_filter, *run_filters])[
+        "Snapshots"
+    ]:
+        if _tags(snap).get("deploybench:run") in live:
+            continue
+        found.append(f"snapshot {snap['SnapshotId']}")
+        if not dry_run:
+            ec2.delete_snapshot(SnapshotId=snap["SnapshotId"])
     for pair in ec2.describe_key_pairs(Filters=[owner_filter, *run_filters])["KeyPairs"]:
         tags = {t["Key"]: t["Value"] for t in pair.get("Tags", [])}
         if tags.get("deploybench:run") in live:

@@ -104,6 +104,12 @@ class Backend(ABC):
         new address when it changed, else None. Nothing by default."""
         return None
 
+    def scan_from_outside(self, machines: dict[str, dict], attempt: Path) -> None:
+        """After the verdict of stages run through the machine: read the machine as the agent
+        left it from a side the agent never reached, and judge the attempt again with what
+        that finds (AWS: backends/volume_scan.py). Nothing by default."""
+        return None
+
     def after_agent(
         self, machines: dict[str, dict], attempt: Path, task_id: str, hand: dict[str, Any]
     ) -> dict[str, Any]:

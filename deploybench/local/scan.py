@@ -22,8 +22,10 @@ from __future__ import annotations
 import fnmatch
 import functools
 import hashlib
+import os
 import re
 import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from deploybench.local import layers
@@ -220,30 +222,101 @@ def scan(upper: Path, lower: Path, unchanged=lambda rel, st: False) -> str:
     entry the harness put there before the agent and the agent left as it was
     (machine.unchanged_since_agent)."""
     upper, lower = Path(upper), Path(lower)
-    machine = layers.Machine(upper, lower)
+    entries = (
+        (rel, st, layers.is_whiteout(st))
+        for rel, st in layers.walk(upper)
+        if not unchanged(rel, st)
+    )
+    return _scan(entries, upper, layers.Machine(upper, lower), lower, "host")
+
+
+def _same_content(before: Path, after: Path, rel: str) -> bool:
+    a, b = layers.read(before, rel, 512 << 20), layers.read(after, rel, 512 << 20)
+    return a is not None and b is not None and a == b
+
+
+def _suspect(rel: str, md5s: dict) -> bool:
+    """A file whose content is compared even when its metadata is unchanged (root on the
+    machine can write a file's blocks through the disk device, which changes no change time):
+    the checked packages' files, the start-up files, Python's start-up hooks."""
+    name = rel.rpartition("/")[2]
+    return (
+        rel in md5s
+        or _is_startup(rel)
+        or rel == "etc/ld.so.preload"
+        or name.endswith(".pth")
+        or name in ("sitecustomize.py", "usercustomize.py")
+    )
+
+
+def tree_changes(before: Path, after: Path) -> Iterator[tuple[str, os.stat_result, bool]]:
+    """What changed between two block-level copies of one file system (snapshots of a volume
+    before and after the agent, mounted read-only): each entry of `after` whose inode, change
+    time, type or size differs from its namesake in `before`, or that has none (change times
+    cannot be set through the file system, and a snapshot keeps them), or whose content differs
+    where it is a suspect; then each entry of `before` gone from `after` (True: removed)."""
+    md5s = image_facts(before)["md5s"]
+    for rel, st in layers.walk(after):
+        old = layers.lstat(before, rel)
+        moved = old is None or (old.st_ino, old.st_ctime_ns, old.st_mode, old.st_size) != (
+            st.st_ino,
+            st.st_ctime_ns,
+            st.st_mode,
+            st.st_size,
+        )
+        if moved or (
+            stat.S_ISREG(st.st_mode)
+            and _suspect(rel, md5s)
+            and not _same_content(before, after, rel)
+        ):
+            yield rel, st, False
+    for rel, st in layers.walk(before):
+        if layers.lstat(after, rel) is None:
+            yield rel, st, True
+
+
+def scan_trees(before: Path, after: Path) -> str:
+    """The raw lines of the scan of a volume after the agent against its copy from before
+    the agent (backends/volume_scan.py): the same rules as the host's scan of a local
+    machine's layers, with `before` as the reference."""
+    before, after = Path(before), Path(after)
+    return _scan(tree_changes(before, after), after, layers.Machine(after, after), before, "volume")
+
+
+def _scan(
+    entries: Iterable[tuple[str, os.stat_result, bool]],
+    root: Path,
+    machine: layers.Machine,
+    lower: Path,
+    where: str,
+) -> str:
+    """entries: (path, status, removed) of what changed; root: where a changed file is read;
+    machine: the whole file system after the agent; lower: the reference."""
     facts = image_facts(lower)
     lines: list[str] = []
     python_folders: dict[str, set[str]] = {}
     packaged: dict[str, str] | None = None
-    for rel, st in layers.walk(upper):
-        if stat.S_ISDIR(st.st_mode):
-            continue
-        if unchanged(rel, st):
+    for rel, st, gone in entries:
+        if stat.S_ISDIR(st.st_mode) and not gone:
             continue
         shown = "/" + rel.encode("unicode_escape").decode()
         owner = facts["md5s"].get(rel)
         if owner:
             package, md5 = owner
-            if layers.is_whiteout(st):
+            if gone:
                 lines.append(f"MISSING {package} {shown}")
             elif not stat.S_ISREG(st.st_mode):
                 lines.append(f"CHANGED {package} {shown} (no longer a regular file)")
-            elif (now := _md5(upper, rel)) != md5 and not _upgraded(
+            elif (now := _md5(root, rel)) != md5 and not _upgraded(
                 machine, facts, package, rel, now or ""
             ):
                 lines.append(f"CHANGED {package} {shown}")
-        if rel == "etc/ld.so.preload" and not layers.is_whiteout(st):
-            got = layers.read(upper, rel, 4096)
+        if gone:
+            if _is_startup(rel):
+                lines.append(f"STARTUP {shown} (deleted)")
+            continue
+        if rel == "etc/ld.so.preload":
+            got = layers.read(root, rel, 4096)
             for line in (got[0] if got else b"").decode(errors="replace").splitlines():
                 lines.append(f"PRELOAD {line.strip()[:200]}")
             lines.append("PRELOAD (the file /etc/ld.so.preload exists)")
@@ -258,8 +331,8 @@ def scan(upper: Path, lower: Path, unchanged=lambda rel, st: False) -> str:
             hook = name.endswith(".pth") or name in ("sitecustomize.py", "usercustomize.py")
             if hook:
                 if parent not in python_folders:
-                    python_folders[parent] = _recorded_hooks(upper, parent)
-                got = layers.read(upper, rel, CAP)
+                    python_folders[parent] = _recorded_hooks(root, parent)
+                got = layers.read(root, rel, CAP)
                 runs = name.endswith(".py") or bool(got and PTH_EXEC.search(got[0]))
                 if runs and name not in python_folders[parent]:
                     if packaged is None:
@@ -272,20 +345,77 @@ def scan(upper: Path, lower: Path, unchanged=lambda rel, st: False) -> str:
                         )
         if re.fullmatch(r"usr/lib/python3[^/]*/(site|user)customize\.py", rel):
             lines.append(f"PTH {shown} runs code at every Python start")
-        if _is_startup(rel) and not layers.is_whiteout(st):
+        if _is_startup(rel):
             lines.append(f"STARTUP {shown}")
-        elif _is_startup(rel):
-            lines.append(f"STARTUP {shown} (deleted)")
         if stat.S_ISREG(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
             lines.append(f"SETUID {shown} mode {stat.S_IMODE(st.st_mode):o}")
     lines += _users(machine, lower)
     for rel in ("", "root"):
-        st = layers.lstat(upper, rel)
+        st = layers.lstat(root, rel)
         if st is None:
             continue
         if not stat.S_ISDIR(st.st_mode):
             lines.append(f"UNSAFE /{rel} not a folder")
         elif st.st_mode & 0o022:
             lines.append(f"UNSAFE /{rel} writable by others (mode {stat.S_IMODE(st.st_mode):o})")
-    lines.append(f"CHECKED {len(facts['md5s'])} {sum(1 for _ in facts['versions'])} host")
+    lines.append(f"CHECKED {len(facts['md5s'])} {sum(1 for _ in facts['versions'])} {where}")
     return "".join(f"{line}\n" for line in lines)
+
+
+# ---- On a scanner machine (backends/volume_scan.py): the two volumes by device or id. ----
+
+
+def _device(name: str) -> str:
+    """A block device: a path as given, or an EBS volume id found among the NVMe disks (whose
+    serial is the id without its dash), or the Xen name it was attached under."""
+    if name.startswith("/dev/"):
+        return name
+    wanted = name.replace("-", "")
+    by_id = Path("/dev/disk/by-id")
+    for link in sorted(by_id.glob(f"*{wanted}")) if by_id.is_dir() else []:
+        return str(link.resolve())
+    raise SystemExit(f"no disk of volume {name} on this machine")
+
+
+def _root_partition(device: str) -> str:
+    """The largest file system on the device (a cloud image's root partition), or the device."""
+    import subprocess
+
+    out = subprocess.run(
+        ["lsblk", "-bnrpo", "NAME,TYPE,SIZE", device], capture_output=True, text=True, check=True
+    ).stdout
+    parts = [line.split() for line in out.splitlines() if line.split()[1:2] == ["part"]]
+    return max(parts, key=lambda p: int(p[2]))[0] if parts else device
+
+
+def _mount(device: str, where: Path) -> None:
+    import subprocess
+
+    where.mkdir(parents=True, exist_ok=True)
+    # Read-only, and no journal replay (noload): the volume is the agent's, nothing of it runs.
+    for options in ("ro,noload,nosuid,nodev,noexec", "ro,norecovery,nosuid,nodev,noexec"):
+        if subprocess.run(["mount", "-o", options, device, str(where)]).returncode == 0:
+            return
+    raise SystemExit(f"cannot mount {device} read-only")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """scan BEFORE AFTER: mount both volumes (devices or EBS volume ids) read-only, print the
+    raw lines of scan_trees, unmount."""
+    import subprocess
+    import sys
+    import tempfile
+
+    before, after = (argv if argv is not None else sys.argv[1:])[:2]
+    with tempfile.TemporaryDirectory(prefix="deploybench-scan-") as tmp:
+        mounts = [Path(tmp) / "before", Path(tmp) / "after"]
+        done: list[Path] = []
+        try:
+            for name, where in zip((before, after), mounts, strict=True):
+                _mount(_root_partition(_device(name)), where)
+                done.append(where)
+            sys.stdout.write(scan_trees(*mounts))
+        finally:
+            for where in done:
+                subprocess.run(["umount", str(where)], check=False)
+    return 0
