@@ -156,7 +156,7 @@ class Runner:
                 on_event=events.append,
                 cancel=self.cancelled.is_set,
                 timeout=self._wall_clock(attempt, agent),
-                pass_env=agent.env_from_controller,
+                pass_env=[*agent.env_from_controller, *self.o.backend.playbook_env()],
             )
             if outside:
                 judged = self._after_agent(attempt, machines, folder, events)

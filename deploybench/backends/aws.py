@@ -78,6 +78,11 @@ class AwsBackend(CloudBackend):
             "spot": os.environ.get(SPOT_ENV, "") in ("1", "true", "yes"),
         }
 
+    def playbook_env(self) -> list[str]:
+        # The standard chain's variables (keys, profile, region, endpoints), for the snapshot
+        # calls the side door makes during the playbook.
+        return sorted(k for k in os.environ if k.startswith("AWS_"))
+
     # The root volume read from outside (backends/volume_scan.py): a snapshot before the agent,
     # one of the stopped machine after it, both scanned by a scanner machine after the verdict.
     def before_agent(self, host: str, attempt: Path) -> None:

@@ -87,6 +87,12 @@ class Backend(ABC):
         what the playbook collects over SSH is the same for every backend."""
         return None
 
+    def playbook_env(self) -> list[str]:
+        """Variables of the controller's environment the playbook's side door needs for this
+        backend's calls (before_agent, at_agent_end run in Ansible's worker); none by default.
+        They stay in the controller's processes: Ansible sends no environment to a machine."""
+        return []
+
     @property
     def judges_from_outside(self) -> bool:
         """Whether the stages after the agent run from outside the machine (after_agent): the
