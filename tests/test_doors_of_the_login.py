@@ -45,7 +45,8 @@ AGENTS = {
     # A forced command for the harness's user, in force at once (sshd reloaded).
     "sshd_force_command": (
         f"printf 'Match User {harness_login.USER}\\n  ForceCommand {_hook('sshd')}\\n'"
-        " | sudo tee -a /etc/ssh/sshd_config >/dev/null && sudo sh -c 'kill -HUP $(cat /run/sshd.pid)'; sleep 1"
+        " | sudo tee -a /etc/ssh/sshd_config >/dev/null && "
+        "sudo sh -c 'kill -HUP $(cat /run/sshd.pid)'; sleep 1"
     ),
     "pam_exec_sudo": (
         "echo 'session optional pam_exec.so /usr/bin/touch /var/tmp/door-pam'"
