@@ -8,21 +8,113 @@ by the converter named in its spec."""
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-from deploybench import yamlfile
+from deploybench import runfolder, trajectories, yamlfile
 from deploybench.ansible import Unsafe
 from deploybench.errors import DeployBenchError
 from deploybench.paths import REPO_ROOT
-from deploybench.trajectories import CONVERTERS
 
 SCHEMA_FILE = REPO_ROOT / "agents" / "schema.json"
 
+
+class Kind:
+    """What an agent's kind decides, in one place: the role that runs it (roles/agent_<name>),
+    what it needs, what its attempt leaves. Callers ask the kind (AgentSpec.behaviour) and never
+    compare kinds (tests/test_seams.py)."""
+
+    name = ""
+    # Memory (GiB) a machine gets beside the task's, for the agent's own scaffold.
+    scaffold_memory_gb = 0
+    # Whether the task must have a reference setup for the agent to run.
+    needs_reference_setup = False
+
+    def problems(self, spec: AgentSpec) -> list[str]:
+        """What makes the spec unrunnable, one line each."""
+        return []
+
+    def extravars(self, spec: AgentSpec) -> dict[str, Any]:
+        """The playbook's variables for the agent (its `agent` picks the role)."""
+        return {"agent": spec.name}
+
+    def write_trajectory(
+        self, spec: AgentSpec, attempt: Path, events: list[dict[str, Any]], task_id: str
+    ) -> None:
+        """Leave the attempt's trajectory.jsonl (contract 5) once the attempt was judged."""
+        return None
+
+
+class _Reference(Kind):
+    name = "reference"
+    needs_reference_setup = True
+
+    def write_trajectory(self, spec, attempt, events, task_id):
+        # The reference setup's steps are the Ansible tasks of its role.
+        trajectories.write(
+            trajectories.from_ansible_events(events, task_id), runfolder.trajectory_path(attempt)
+        )
+
+
+class _Scripted(Kind):
+    name = "scripted"
+
+
+class _Command(Kind):
+    name = "command"
+    # The scaffold (its Python, its runtime server, its node) runs on the same machine as the
+    # artifact, whose needs are the task's memory_gb. OpenHands' local runtime alone is killed
+    # by a 1 GiB limit (the demo tasks' memory_gb).
+    scaffold_memory_gb = 4
+
+    def problems(self, spec):
+        if spec.converter in trajectories.CONVERTERS:
+            return []
+        return [
+            f"agent {spec.name}: unknown converter {spec.converter!r} "
+            f"(known: {', '.join(trajectories.CONVERTERS)})"
+        ]
+
+    def extravars(self, spec):
+        return {
+            "agent": "command",
+            "agent_command_line": Unsafe(spec.command_line),
+            "agent_command_install": Unsafe(spec.install),
+            "agent_command_install_seconds": spec.install_seconds,
+            "agent_command_model": Unsafe(spec.model or ""),
+            "agent_command_max_steps": spec.max_steps,
+            "agent_command_base_url": Unsafe(spec.base_url),
+            "agent_command_env_names": list(spec.env_from_controller),
+        }
+
+    def write_trajectory(self, spec, attempt, events, task_id):
+        # The scaffold's own log, converted unless it writes contract 5 itself.
+        if spec.converter == "contract5":
+            return
+        trajectory = runfolder.trajectory_path(attempt)
+        native = attempt / runfolder.TRAJECTORY_NATIVE
+        if trajectory.is_file():
+            shutil.move(trajectory, native)
+        trajectories.convert(native, spec.converter, trajectory)
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (_Reference(), _Scripted(), _Command())}
+# The built-in agents, by kind; every other agent is a command agent from a spec file.
 BUILTIN_KINDS = {"reference": "reference", "nop": "scripted", "overclaim": "scripted"}
+
+
+def role_kind(agent: str) -> str:
+    """The kind (and role, agent_<kind>) of the playbook's `agent` variable: a built-in
+    agent's name, or `command`."""
+    kind = BUILTIN_KINDS.get(agent) or ("command" if agent == "command" else None)
+    if kind is None:
+        known = ", ".join([*BUILTIN_KINDS, "command"])
+        raise DeployBenchError(f"unknown agent {agent!r}: give one of {known}")
+    return kind
 
 
 @dataclass
@@ -44,20 +136,13 @@ class AgentSpec:
     env_from_controller: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def behaviour(self) -> Kind:
+        return KINDS[self.kind]
+
     def extravars(self) -> dict[str, Any]:
         """The agent's extra vars; the spec's text is Unsafe, so Ansible never templates it."""
-        if self.kind != "command":
-            return {"agent": self.name}
-        return {
-            "agent": "command",
-            "agent_command_line": Unsafe(self.command_line),
-            "agent_command_install": Unsafe(self.install),
-            "agent_command_install_seconds": self.install_seconds,
-            "agent_command_model": Unsafe(self.model or ""),
-            "agent_command_max_steps": self.max_steps,
-            "agent_command_base_url": Unsafe(self.base_url),
-            "agent_command_env_names": list(self.env_from_controller),
-        }
+        return self.behaviour.extravars(self)
 
 
 def spec_problems(specs: Any, where: str) -> list[str]:
@@ -73,10 +158,10 @@ def spec_problems(specs: Any, where: str) -> list[str]:
     if isinstance(specs, dict):
         for name, spec in specs.items():
             converter = spec.get("converter") if isinstance(spec, dict) else None
-            if isinstance(converter, str) and converter not in CONVERTERS:
+            if isinstance(converter, str) and converter not in trajectories.CONVERTERS:
                 lines.append(
                     f"{where}: field {name}/converter: unknown converter {converter!r} "
-                    f"(known: {', '.join(CONVERTERS)})"
+                    f"(known: {', '.join(trajectories.CONVERTERS)})"
                 )
     return lines
 

@@ -33,7 +33,6 @@ from deploybench import (
     runfolder,
     sidedoor,
     stage_failures,
-    trajectories,
     verification,
 )
 from deploybench.agents import AgentSpec
@@ -78,10 +77,6 @@ class Attempt:
 # Processes and threads an attempt's machine may hold at once (where its backend enforces it):
 # far above what a build or a training run starts, well below what hurts a shared host.
 LIMIT_PROCESSES = 4096
-# A command agent's scaffold (its Python, its runtime server, its node) runs on the same machine
-# as the artifact, whose needs are the task's memory_gb: the scaffold gets this much more.
-# OpenHands' local runtime alone is killed by a 1 GiB limit (the demo tasks' memory_gb).
-SCAFFOLD_MEMORY_GB = 4
 # What an attempt's wall-clock limit allows for beyond its budgets: preparing the machine and
 # staging the repository (the largest catalog trees take minutes), the stages after the agent.
 STAGING_SECONDS = 3600
@@ -117,7 +112,7 @@ class Runner:
             gpu=bool(task.get("gpu")) and not self.o.cpu_only,
             disk_gb=disk_gb,
             limit_memory_gb=float(sizes.get("memory_gb", 64))
-            + (SCAFFOLD_MEMORY_GB if self.agents[agent].kind == "command" else 0),
+            + self.agents[agent].behaviour.scaffold_memory_gb,
             limit_disk_gb=disk_gb,
             limit_processes=LIMIT_PROCESSES,
             loopback_ports=loopback_ports(self.agents[agent].base_url),
@@ -175,16 +170,7 @@ class Runner:
             raise KeyboardInterrupt
         if not runfolder.has_verdict(folder) or not (result.ok or judged):
             raise InfraError(stage_failures.reason(result, events))
-        trajectory = runfolder.trajectory_path(folder)
-        if agent.kind == "reference":
-            trajectories.write(
-                trajectories.from_ansible_events(events, attempt.task_id), trajectory
-            )
-        elif agent.kind == "command" and agent.converter != "contract5":
-            native = folder / runfolder.TRAJECTORY_NATIVE
-            if trajectory.is_file():
-                shutil.move(trajectory, native)
-            trajectories.convert(native, agent.converter, trajectory)
+        agent.behaviour.write_trajectory(agent, folder, events, attempt.task_id)
         return self._result_line(attempt, agent, folder, started_at)
 
     def _wall_clock(self, attempt: Attempt, agent: AgentSpec) -> int:

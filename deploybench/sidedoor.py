@@ -39,21 +39,6 @@ from deploybench import catalog, runfolder
 from deploybench.errors import DeployBenchError
 from deploybench.paths import REPO_ROOT, TASKS_DIR
 
-# The agents the playbook knows, by the role kind that runs them (agent_<kind>).
-AGENT_KINDS = {
-    "reference": "reference",
-    "nop": "scripted",
-    "overclaim": "scripted",
-    "command": "command",
-}
-
-
-def agent_kind(agent: str) -> str:
-    """The role kind (agent_<kind>) of the playbook's `agent`."""
-    if agent not in AGENT_KINDS:
-        raise DeployBenchError(f"unknown agent {agent!r}: give one of {', '.join(AGENT_KINDS)}")
-    return AGENT_KINDS[agent]
-
 
 def files(attempt: Path) -> dict[str, str]:
     """The controller-side paths of one attempt that the playbook reads or writes."""
@@ -88,9 +73,9 @@ def begin(
     root: Path = REPO_ROOT,
 ) -> dict[str, Any]:
     """Everything the playbook needs from the controller before it touches the machine."""
-    from deploybench import staging
+    from deploybench import agents, staging
 
-    kind = agent_kind(agent)
+    kind = agents.role_kind(agent)
     task = catalog.load_task(task_id, tasks_dir)
     homes = catalog.homes(task_id, root)
     if not stage_only and not homes["verifier"]:

@@ -70,6 +70,25 @@ def backend_switches(source: str) -> list[tuple[int, str]]:
     return out
 
 
+def _is_agent_kind(node: ast.AST) -> bool:
+    """`<an agent>.kind`: agent.kind, self.agents[a].kind, spec.kind (an event's kind is not)."""
+    if isinstance(node, ast.Attribute) and node.attr == "kind":
+        text = ast.unparse(node.value).lower()
+        return "agent" in text or "spec" in text
+    return False
+
+
+def agent_kind_switches(source: str) -> list[tuple[int, str]]:
+    """(line, code) of every comparison of an agent's kind."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and any(
+            _is_agent_kind(o) for o in [node.left, *node.comparators]
+        ):
+            out.append((node.lineno, ast.unparse(node)))
+    return out
+
+
 def test_the_scanners_find_what_breaks_the_rules():
     code = 'p = folder / "stop.json"\nq = f"{d}/verdict.json"\nr = "runs/r/results.jsonl"\n'
     assert sorted(spelled_names(code)) == [
@@ -88,6 +107,14 @@ prices = {"aws": 1}
 if path.name == "x": pass
 """
     assert sorted(line for line, _ in backend_switches(code)) == [2, 3, 4, 6, 7]
+    code = """
+if agent.kind == "reference": pass
+if self.agents[a].kind != x: pass
+if any(spec.kind in ("command",) for spec in specs): pass
+if event.kind == "command": pass
+if row["kind"] == "turn": pass
+"""
+    assert sorted(line for line, _ in agent_kind_switches(code)) == [2, 3, 4]
 
 
 def test_no_module_but_the_owner_spells_a_run_folder_file_name():
@@ -110,3 +137,16 @@ def test_no_caller_asks_which_backend_it_holds():
         for line, code in backend_switches(path.read_text())
     ]
     assert not offenders, "make it a method of the backend interface:\n" + "\n".join(offenders)
+
+
+def test_no_caller_compares_an_agents_kind():
+    owner = PACKAGE / "agents.py"
+    offenders = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}: {code}"
+        for path in _modules()
+        if path != owner
+        for line, code in agent_kind_switches(path.read_text())
+    ]
+    assert not offenders, "make it a method of the agent's Kind (agents.py):\n" + "\n".join(
+        offenders
+    )

@@ -19,7 +19,6 @@ from deploybench.catalog import homes, load_tasks, verifier_dir
 from deploybench.errors import DeployBenchError
 from deploybench.paths import TASKS_DIR, runs_dir
 from deploybench.runner import Runner, RunOptions, now
-from deploybench.trajectories import CONVERTERS
 
 
 def _select_tasks(tasks_arg: str | None, demo: bool) -> dict[str, dict]:
@@ -240,16 +239,14 @@ def _check_runnable(tasks: dict[str, dict], agents: list[AgentSpec], cpu_only: b
             raise DeployBenchError(
                 f"task {task_id} has no verifier (verifiers/{task_id}/): it cannot be run"
             )
-        if any(a.kind == "reference" for a in agents) and not homes(task_id)["reference_setup"]:
+        needs_reference = any(a.behaviour.needs_reference_setup for a in agents)
+        if needs_reference and not homes(task_id)["reference_setup"]:
             raise DeployBenchError(
                 f"task {task_id} has no reference setup (reference_setups/{task_id}/)"
             )
     for agent in agents:
-        if agent.kind == "command" and agent.converter not in CONVERTERS:
-            raise DeployBenchError(
-                f"agent {agent.name}: unknown converter {agent.converter!r} "
-                f"(known: {', '.join(CONVERTERS)})"
-            )
+        for problem in agent.behaviour.problems(agent):
+            raise DeployBenchError(problem)
 
 
 CPU_ONLY_HELP = (
