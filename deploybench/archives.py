@@ -226,18 +226,13 @@ def safe_unpack(
     normalized name must match (the root folder `.`/`./` always passes). Files are written
     0600 and folders 0700 whatever the archive says; no owner, time or mode is taken from it.
     Raises ArchiveRefused (and leaves dest empty) on any violation or unreadable archive."""
-    patterns = None if allowed is None else tuple(allowed)
     dest = Path(dest)
     made_dest = _fresh(dest)
     root = os.open(dest, _DIR_FLAGS)
     try:
-        with io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb") as raw:
-            stream = _Bounded(
-                _stream(raw), max_total_bytes + (max_members + 1) * MEMBER_OVERHEAD + END_OVERHEAD
-            )
-            return _unpack(
-                stream, root, patterns, max_depth, max_members, max_file_bytes, max_total_bytes
-            )
+        return _unpack_source(
+            source, root, allowed, max_depth, max_members, max_file_bytes, max_total_bytes
+        )
     except BaseException:
         os.close(root)
         root = -1
@@ -246,6 +241,26 @@ def safe_unpack(
     finally:
         if root >= 0:
             os.close(root)
+
+
+def _unpack_source(
+    source: Path | str | bytes,
+    root: int,
+    allowed: Iterable[str] | None = None,
+    max_depth: int = 16,
+    max_members: int = 4096,
+    max_file_bytes: int = 64 * MiB,
+    max_total_bytes: int = 256 * MiB,
+) -> list[str]:
+    """safe_unpack's work into the folder open as `root`."""
+    patterns = None if allowed is None else tuple(allowed)
+    with io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb") as raw:
+        stream = _Bounded(
+            _stream(raw), max_total_bytes + (max_members + 1) * MEMBER_OVERHEAD + END_OVERHEAD
+        )
+        return _unpack(
+            stream, root, patterns, max_depth, max_members, max_file_bytes, max_total_bytes
+        )
 
 
 def _unpack(
@@ -322,3 +337,67 @@ def _unpack(
             "size, or a member tarfile could not parse"
         )
     return files
+
+
+# The account an archive is unpacked as when the controller runs as root (Debian's `nobody`).
+UNPACK_UID = 65534
+
+
+def unpack_unprivileged(source: Path | str | bytes, dest: Path, **rules: Any) -> tuple[list, int]:
+    """safe_unpack in a child process that has given up root first (uid and gid UNPACK_UID, no
+    supplementary groups), so that even a flaw in the unpacking could write nowhere but the
+    fresh folder it was given (made here, its only writable place); the files are handed back
+    to root afterwards. Returns (the names written, the uid the child unpacked as). Without
+    root it is safe_unpack, in this process. Raises ArchiveRefused as safe_unpack does."""
+    import json
+    import traceback
+
+    if os.geteuid() != 0:
+        return safe_unpack(source, dest, **rules), os.geteuid()
+    dest = Path(dest)
+    made_dest = _fresh(dest)
+    os.chown(dest, UNPACK_UID, UNPACK_UID)
+    raw = source if isinstance(source, bytes) else Path(source).read_bytes()
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: only this function's own work, then _exit (no cleanup handlers)
+        code = 0
+        try:
+            os.close(reader)
+            # Opened while still root: the folders above it may be root's alone.
+            root = os.open(dest, _DIR_FLAGS)
+            os.setgroups([])
+            os.setgid(UNPACK_UID)
+            os.setuid(UNPACK_UID)
+            try:
+                reply = {"names": _unpack_source(raw, root, **rules), "uid": os.geteuid()}
+            except ArchiveRefused as exc:
+                reply = {"refused": str(exc)}
+            os.write(writer, json.dumps(reply).encode())
+        except BaseException:
+            code = 1
+            with contextlib.suppress(BaseException):
+                os.write(writer, json.dumps({"error": traceback.format_exc()[-2000:]}).encode())
+        finally:
+            os._exit(code)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as pipe:
+        answer = pipe.read()
+    os.waitpid(pid, 0)
+    try:
+        reply = json.loads(answer or b"{}")
+        if "refused" in reply:
+            raise ArchiveRefused(reply["refused"])
+        if "names" not in reply:
+            raise DeployBenchError(f"unpacking failed: {reply.get('error', 'no answer')}")
+        # Hand everything back to root; the child made only folders and regular files.
+        for top, folders, files in os.walk(dest):
+            for name in folders + files:
+                os.lchown(os.path.join(top, name), 0, 0)
+        os.chown(dest, 0, 0)
+        return reply["names"], int(reply["uid"])
+    except BaseException:
+        _undo(dest, made_dest)
+        if not made_dest:
+            os.chown(dest, 0, 0)
+        raise

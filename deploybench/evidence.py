@@ -67,7 +67,8 @@ def _unpack_into(source: Path | bytes, dest: Path, **rules) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=".unpack-", dir=dest.parent))
     try:
-        archives.safe_unpack(source, fresh, **rules)
+        # As an unprivileged user when the controller is root (archives.unpack_unprivileged).
+        archives.unpack_unprivileged(source, fresh, **rules)
         for child in fresh.iterdir():
             target = dest / child.name
             if target.is_dir() and not target.is_symlink():

@@ -482,3 +482,27 @@ def test_git_runs_nothing_the_workdir_configures(tmp_path, refs):
     assert "+a, changed" in (state / "git_diff.patch").read_text()
     # The agent's repository is left as it was: git wrote only into its own copy.
     assert _git(work, "config", "core.pager").startswith("touch")
+
+
+@pytest.mark.privileged
+def test_the_controller_unpacks_as_an_unprivileged_user(root_host, tmp_path):
+    # The folders above the destination are root's alone: the child opens its folder before it
+    # gives up root, and can write nowhere else.
+    private = tmp_path / "attempt"
+    private.mkdir(mode=0o700)
+    dest = private / "fresh"
+    names, uid = archives.unpack_unprivileged(
+        _tar([_file("RUNBOOK.MD", b"STATUS: SUCCESS\n"), _file("logs/a.log")]), dest
+    )
+    assert uid == archives.UNPACK_UID != 0
+    assert sorted(names) == ["RUNBOOK.MD", "logs/a.log"]
+    assert (dest / "RUNBOOK.MD").read_bytes() == b"STATUS: SUCCESS\n"
+    for path in (dest, dest / "RUNBOOK.MD", dest / "logs", dest / "logs/a.log"):
+        assert (path.stat().st_uid, path.stat().st_gid) == (0, 0), path
+    # A refused archive is refused the same way, and nothing of it stays.
+    second = private / "second"
+    with pytest.raises(ArchiveRefused, match="link"):
+        archives.unpack_unprivileged(
+            _tar([_file("ok.txt"), _member("evil", tarfile.SYMTYPE, "/etc/passwd")]), second
+        )
+    assert not second.exists()
