@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -158,12 +158,64 @@ def read_jsonl(path: Path, notes: list[str] | None = None) -> list[dict[str, Any
 
 
 # ---- the run ----
-def write_run_meta(run_dir: Path, meta: dict[str, Any]) -> None:
-    """run.json, replaced whole (never seen half-written)."""
-    target = Path(run_dir) / RUN_META
-    tmp = target.with_suffix(".tmp")
-    _write_json(tmp, meta)
-    tmp.replace(target)
+@dataclass
+class RunSpec:
+    """What a run was asked to do, as its run.json keeps it: written when the run starts, read
+    back by --resume, which continues the run with exactly these (only `parallel` may change).
+    Keys of run.json this does not know (an older or newer harness's) are kept in `extra`."""
+
+    run_id: str
+    backend: str
+    tasks: list[str]
+    agents: list[str]
+    attempts: int
+    parallel: int
+    agent_specs: list[dict[str, Any]]
+    agent_seconds: int | None = None
+    image: str | None = None
+    upload: str | None = None
+    cpu_only: bool | None = None
+    agent_config: str | None = None
+    created_at: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    # What a resumed run keeps: given again on the command line, each must equal the run's.
+    RESUMED = ("backend", "tasks", "agents", "attempts", "agent_seconds", "image", "upload")
+
+    def write(self, run_dir: Path) -> None:
+        """run.json, replaced whole (never seen half-written)."""
+        data = {k: v for k, v in asdict(self).items() if k != "extra"}
+        target = Path(run_dir) / RUN_META
+        tmp = target.with_suffix(".tmp")
+        _write_json(tmp, {**self.extra, **data})
+        tmp.replace(target)
+
+    @classmethod
+    def read(cls, run_dir: Path) -> RunSpec:
+        meta = read_run_meta(run_dir)
+        path = run_meta_path(run_dir)
+        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        missing = [f for f in ("run_id", "backend", "tasks", "agents", "attempts") if f not in meta]
+        if missing or not isinstance(meta.get("agent_specs"), list):
+            what = ", ".join(missing) or "agent_specs"
+            raise DeployBenchError(f"{path}: no {what}; this run cannot be resumed")
+        values = {k: v for k, v in meta.items() if k in known}
+        values.setdefault("parallel", 1)
+        return cls(**values, extra={k: v for k, v in meta.items() if k not in known})
+
+    def resumed(self, given: dict[str, Any]) -> RunSpec:
+        """This run, resumed with the options given again: one that differs is an error."""
+        for name in self.RESUMED + ("cpu_only",):
+            value = given.get(name)
+            if value is not None and value != getattr(self, name):
+                raise DeployBenchError(
+                    f"--{name.replace('_', '-')} {value} differs from the run's "
+                    f"{getattr(self, name)} (run {self.run_id}'s {RUN_META}); "
+                    "--resume continues the run with its own options"
+                )
+        if given.get("parallel"):
+            self.parallel = int(given["parallel"])
+        return self
 
 
 def read_run_meta(run_dir: Path) -> dict[str, Any]:

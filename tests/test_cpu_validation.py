@@ -199,7 +199,7 @@ def test_a_failed_cpu_judgment_records_nothing_and_a_full_record_is_kept(tmp_pat
 def test_cpu_only_refuses_a_task_that_is_not_a_gpu_task(tmp_path, monkeypatch):
     monkeypatch.setenv("DEPLOYBENCH_HOME", str(tmp_path))
     with pytest.raises(DeployBenchError, match="not one"):
-        run_cmd.execute(agent="nop", tasks="legacycalc_demo24", cpu_only=True)
+        run_cmd.execute(run_cmd.RunRequest(agent="nop", tasks="legacycalc_demo24", cpu_only=True))
 
 
 def test_the_schema_refuses_a_cpu_record_without_what_it_left_out():

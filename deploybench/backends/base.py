@@ -37,10 +37,11 @@ class MachineRequest:
     name_prefix: str = "db"
     tags: dict[str, str] = field(default_factory=dict)
     # The task's own limits, for a backend whose machines share a host (local): the machine's
-    # memory and writable disk (GiB) and processes. A cloud machine's size is its limit.
+    # memory and writable disk (GiB), processes and CPUs. A cloud machine's size is its limit.
     limit_memory_gb: float | None = None
     limit_disk_gb: int | None = None
     limit_processes: int | None = None
+    limit_cpus: float | None = None
     # Ports of the controller's loopback the machine must reach (the agent's model endpoint
     # when it is a server there), for a backend whose machines do not share the host's network.
     loopback_ports: list[int] = field(default_factory=list)

@@ -172,6 +172,8 @@ class LocalBackend(Backend):
             # writable layer's size (deploybench/local/machine.py).
             "limit_memory_mb": _memory_limit_mb(request.limit_memory_gb),
             "limit_processes": int(request.limit_processes or 0),
+            # CPU time per 100 ms period, in ms (the cgroup's CFS quota); 0 for none.
+            "limit_cpu_ms": int(round((request.limit_cpus or 0) * 100)),
             "limit_disk_gb": int(request.limit_disk_gb or 0),
             "loopback_ports": list(request.loopback_ports),
         }

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import click
 import yaml
@@ -79,144 +78,125 @@ def results_table(rows: list[dict]) -> Table:
     return table
 
 
-# Options a resumed run takes from its run.json. Given again on the command line, each must equal
-# the run's value; --parallel alone may differ (it changes how fast, not what is run).
-RESUMED = (
-    "backend",
-    "tasks",
-    "agents",
-    "attempts",
-    "agent_seconds",
-    "image",
-    "upload",
-    "cpu_only",
-)
 DEFAULTS = {"backend": "local", "attempts": 1, "parallel": 1}
 
 
-def _resume_options(run_dir: Path, given: dict[str, Any]) -> dict[str, Any]:
-    """The run's own options (its run.json); an option given again that differs is an error."""
-    meta = runfolder.read_run_meta(run_dir)
-    meta_file = runfolder.run_meta_path(run_dir)
-    for name in RESUMED:
-        value = given.get(name)
-        if value is not None and value != meta.get(name):
-            raise DeployBenchError(
-                f"--{name.replace('_', '-')} {value} differs from the run's "
-                f"{meta.get(name)} ({meta_file}); --resume continues the run with its own options"
-            )
-    return meta
+@dataclass
+class RunRequest:
+    """What `deploybench run` (or validate-references) was asked on the command line."""
+
+    backend: str | None = None
+    agent: str | None = None
+    tasks: str | None = None
+    demo: bool = False
+    parallel: int | None = None
+    attempts: int | None = None
+    run_id: str | None = None
+    resume: bool = False
+    agent_config: Path | None = None
+    agent_seconds: int | None = None
+    image: str | None = None
+    upload: str | None = None
+    yes: bool = False
+    llm_base_url: str | None = None
+    source_mirror: Path | None = None
+    cpu_only: bool = False
 
 
-def execute(
-    backend: str | None = None,
-    agent: str | None = None,
-    tasks: str | None = None,
-    demo: bool = False,
-    parallel: int | None = None,
-    attempts: int | None = None,
-    run_id: str | None = None,
-    resume: bool = False,
-    agent_config: Path | None = None,
-    agent_seconds: int | None = None,
-    image: str | None = None,
-    upload: str | None = None,
-    yes: bool = False,
-    llm_base_url: str | None = None,
-    source_mirror: Path | None = None,
-    cpu_only: bool = False,
-) -> tuple[Path, list[dict]]:
-    if resume and not run_id:
+def _run_dir(request: RunRequest) -> tuple[str, Path]:
+    if request.resume and not request.run_id:
         raise DeployBenchError("--resume needs the --run-id of the run to continue")
-    run_id = run_id or f"run-{now().replace(':', '').replace('-', '').lower()}"
+    run_id = request.run_id or f"run-{now().replace(':', '').replace('-', '').lower()}"
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", run_id):
         raise DeployBenchError(f"bad --run-id {run_id!r}: letters, digits, . _ - only")
     run_dir = runs_dir() / run_id
-    meta_file = runfolder.run_meta_path(run_dir)
-    if run_dir.exists() and not resume:
+    if run_dir.exists() and not request.resume:
         raise DeployBenchError(
             f"run {run_id} exists in {run_dir}: add --resume, or pick a new --run-id"
         )
-    if resume:
-        if agent_config is not None or llm_base_url is not None:
-            raise DeployBenchError(
-                "--resume takes the agents' specs from the run (run.json): "
-                "leave out --agent-config and --llm-base-url"
-            )
-        meta = _resume_options(
-            run_dir,
-            {
-                "backend": backend,
-                "tasks": _split(tasks) or None,
-                "agents": _split(agent) or None,
-                "attempts": attempts,
-                "agent_seconds": agent_seconds,
-                "image": image,
-                "upload": upload,
-                "cpu_only": cpu_only or None,
-            },
+    return run_id, run_dir
+
+
+def _resumed(request: RunRequest, run_dir: Path) -> runfolder.RunSpec:
+    """The run's own spec (its run.json); an option given again that differs is an error."""
+    if request.agent_config is not None or request.llm_base_url is not None:
+        raise DeployBenchError(
+            "--resume takes the agents' specs from the run (run.json): "
+            "leave out --agent-config and --llm-base-url"
         )
-        if not isinstance(meta.get("agent_specs"), list):
-            raise DeployBenchError(f"{meta_file}: no agent_specs; this run cannot be resumed")
-        chosen = _select_tasks(",".join(meta["tasks"]), False)
-        agents = [AgentSpec(**spec) for spec in meta["agent_specs"]]
-        backend, attempts = meta["backend"], meta["attempts"]
-        agent_seconds, image, upload = meta["agent_seconds"], meta["image"], meta["upload"]
-        cpu_only = bool(meta.get("cpu_only"))
-        parallel = parallel or meta.get("parallel") or DEFAULTS["parallel"]
-    else:
-        backend = backend or DEFAULTS["backend"]
-        attempts = attempts or DEFAULTS["attempts"]
-        parallel = parallel or DEFAULTS["parallel"]
-        chosen = _select_tasks(tasks, demo and not tasks)
-        agent_names = _split(agent)
-        if not agent_names:
-            raise DeployBenchError("name the agents: --agent reference,nop,...")
-        agents = [load_agent(name, agent_config, llm_base_url) for name in agent_names]
+    return runfolder.RunSpec.read(run_dir).resumed(
+        {
+            "backend": request.backend,
+            "tasks": _split(request.tasks) or None,
+            "agents": _split(request.agent) or None,
+            "attempts": request.attempts,
+            "agent_seconds": request.agent_seconds,
+            "image": request.image,
+            "upload": request.upload,
+            "cpu_only": request.cpu_only or None,
+            "parallel": request.parallel,
+        }
+    )
+
+
+def _new(request: RunRequest, run_id: str) -> runfolder.RunSpec:
+    names = _split(request.agent)
+    if not names:
+        raise DeployBenchError("name the agents: --agent reference,nop,...")
+    agents = [load_agent(name, request.agent_config, request.llm_base_url) for name in names]
+    chosen = _select_tasks(request.tasks, request.demo and not request.tasks)
+    return runfolder.RunSpec(
+        run_id=run_id,
+        backend=request.backend or DEFAULTS["backend"],
+        tasks=list(chosen),
+        agents=names,
+        attempts=request.attempts or DEFAULTS["attempts"],
+        parallel=request.parallel or DEFAULTS["parallel"],
+        agent_specs=[asdict(a) for a in agents],
+        agent_seconds=request.agent_seconds,
+        image=request.image,
+        upload=request.upload,
+        cpu_only=request.cpu_only or None,
+        agent_config=str(request.agent_config) if request.agent_config else None,
+        created_at=now(),
+    )
+
+
+def execute(request: RunRequest) -> tuple[Path, list[dict]]:
+    run_id, run_dir = _run_dir(request)
+    spec = _resumed(request, run_dir) if request.resume else _new(request, run_id)
+    chosen = _select_tasks(",".join(spec.tasks), False)
+    agents = [AgentSpec(**a) for a in spec.agent_specs]
+    cpu_only = bool(spec.cpu_only)
     _check_runnable(chosen, agents, cpu_only)
     from deploybench import sources
 
     # Sources before machines: a commit or repository that cannot be had is one line, no machine.
-    sources.ensure(chosen, source_mirror)
-    chosen_backend = get_backend(backend)
+    sources.ensure(chosen, request.source_mirror)
+    chosen_backend = get_backend(spec.backend)
     chosen_backend.check()
-    if not resume:
+    if not request.resume:
         from deploybench import costs
 
         # A backend that bills nothing (local) asks nothing.
-        costs.estimate_and_confirm(chosen_backend, chosen, agents, attempts, yes)
+        costs.estimate_and_confirm(chosen_backend, chosen, agents, spec.attempts, request.yes)
     # Owner only: the run folder holds the agents' logs and the machines' state.
     runs_dir().mkdir(parents=True, exist_ok=True)
     run_dir.mkdir(mode=0o700, exist_ok=True)
     run_dir.chmod(0o700)
-    if not resume:
-        meta = {
-            "run_id": run_id,
-            "backend": backend,
-            "tasks": list(chosen),
-            "agents": [a.name for a in agents],
-            "attempts": attempts,
-            "agent_seconds": agent_seconds,
-            "image": image,
-            "upload": upload,
-            "cpu_only": cpu_only or None,
-            "parallel": parallel,
-            "agent_config": str(agent_config) if agent_config else None,
-            "agent_specs": [asdict(a) for a in agents],
-            "created_at": now(),
-        }
-        runfolder.write_run_meta(run_dir, meta)
+    if not request.resume:
+        spec.write(run_dir)
     runner = Runner(
         RunOptions(
             run_dir=run_dir,
             backend=chosen_backend,
             tasks=chosen,
             agents=agents,
-            attempts=attempts,
-            parallel=parallel,
-            image=image,
-            agent_seconds=agent_seconds,
-            upload=upload,
+            attempts=spec.attempts,
+            parallel=spec.parallel,
+            image=spec.image,
+            agent_seconds=spec.agent_seconds,
+            upload=spec.upload,
             cpu_only=cpu_only,
         )
     )
@@ -320,9 +300,9 @@ def run(**kwargs) -> None:
     """Run agents on tasks: a fresh machine per attempt, destroyed after; the hidden verifier
     judges each; results go to runs/<run-id>/results.jsonl. Ctrl-C leaves no machine behind;
     --resume continues where the run stopped."""
-    run_dir, rows = execute(**kwargs)
+    run_dir, rows = execute(RunRequest(**kwargs))
     Console(width=160).print(results_table(rows))
-    if runfolder.read_run_meta(run_dir).get("cpu_only"):
+    if runfolder.RunSpec.read(run_dir).cpu_only:
         for row in rows:
             click.echo(_cpu_line(run_dir, row))
     click.echo(f"results: {runfolder.results_path(run_dir)}")
@@ -390,15 +370,17 @@ def validate_references(
     when and where it passed the verifier. A failure leaves the record as it was. With
     --cpu-only, a GPU task passes on the CPU judgment instead, and a full record is kept."""
     run_dir, rows = execute(
-        backend=backend,
-        agent="reference",
-        tasks=tasks,
-        demo=demo or not tasks,
-        parallel=parallel,
-        image=image,
-        yes=True,
-        source_mirror=source_mirror,
-        cpu_only=cpu_only,
+        RunRequest(
+            backend=backend,
+            agent="reference",
+            tasks=tasks,
+            demo=demo or not tasks,
+            parallel=parallel,
+            image=image,
+            yes=True,
+            source_mirror=source_mirror,
+            cpu_only=cpu_only,
+        )
     )
     Console(width=160).print(results_table(rows))
     failed = []

@@ -5,7 +5,7 @@
 # process: nothing needs unmounting on the host, even after a crash.
 set -euo pipefail
 lower=$1 upper=$2 work=$3 root=$4 name=$5 port=$6 gpu=$7 uid_base=$8 cgroup=$9
-mode=${10:-boot} memory_bytes=${11:-0} max_pids=${12:-0}
+mode=${10:-boot} memory_bytes=${11:-0} max_pids=${12:-0} cpu_ms=${13:-0}
 
 mount --make-rprivate /
 cgroup_hierarchies=()
@@ -36,6 +36,11 @@ for hierarchy in "${cgroup_hierarchies[@]}"; do
   fi
   if [ "$max_pids" -gt 0 ] && [ -e "$hierarchy/$cgroup/pids.max" ]; then
     echo "$max_pids" >"$hierarchy/$cgroup/pids.max"
+  fi
+  # The task's CPUs as CFS bandwidth: cpu_ms of CPU time per 100 ms period.
+  if [ "$cpu_ms" -gt 0 ] && [ -e "$hierarchy/$cgroup/cpu.cfs_quota_us" ]; then
+    echo 100000 >"$hierarchy/$cgroup/cpu.cfs_period_us"
+    echo $((cpu_ms * 1000)) >"$hierarchy/$cgroup/cpu.cfs_quota_us"
   fi
   echo $$ >"$hierarchy/$cgroup/cgroup.procs"
 done
@@ -74,14 +79,14 @@ common=(
 if [ "$mode" = verify ]; then
   # The verifier's container (after_agent.py): the same layers, none of the machine's programs
   # started (nspawn's own stub init is PID 1, no sshd, no login, no PAM), no network, and
-  # no_new_privileges for every process in it. Its folder (${13}, on the host: the trusted
+  # no_new_privileges for every process in it. Its folder (${14}, on the host: the trusted
   # busybox, the script, the logs) is bound at /.deploybench-verify; the command comes from
   # after_agent.py on the command line below, in a clean environment.
   exec systemd-nspawn "${common[@]}" --machine="$name-verify" \
     --as-pid2 --no-new-privileges=yes --private-network --console=pipe \
-    --bind="${13}:/.deploybench-verify" \
+    --bind="${14}:/.deploybench-verify" \
     "${binds[@]}" \
-    "${@:14}"
+    "${@:15}"
 fi
 exec systemd-nspawn "${common[@]}" --machine="$name" \
   --console=read-only --private-network \

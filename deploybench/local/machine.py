@@ -408,7 +408,7 @@ def up(
     limits: dict | None = None,
     loopback_ports: list[int] | tuple[int, ...] = (),
 ) -> dict:
-    """Boot a machine. limits: memory_mb, processes (its cgroup's) and disk_gb (its writable
+    """Boot a machine. limits: memory_mb, processes, cpu_ms (its cgroup's) and disk_gb (its writable
     layer's size); 0 or missing for none. loopback_ports: ports of the host's loopback the
     machine reaches at its own 127.0.0.1 (the agent's model endpoint; bridge.py)."""
     limits = {k: int(v or 0) for k, v in (limits or {}).items()}
@@ -460,6 +460,7 @@ def up(
                 "boot",
                 str(limits.get("memory_mb", 0) * 2**20),
                 str(limits.get("processes", 0)),
+                str(limits.get("cpu_ms", 0)),
             ],
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -680,6 +681,9 @@ def main() -> None:
 @click.option("--tag", "tags", multiple=True, help="key=value")
 @click.option("--memory-mb", type=int, default=0, help="The machine's memory limit; 0: none.")
 @click.option("--max-processes", type=int, default=0, help="Its process limit; 0: none.")
+@click.option(
+    "--cpu-ms", type=int, default=0, help="Its CPU time per 100 ms (100 per CPU); 0: none."
+)
 @click.option("--disk-gb", type=int, default=0, help="Its writable layer's size; 0: unbounded.")
 @click.option(
     "--loopback-port",
@@ -697,10 +701,16 @@ def _up(
     tags: tuple,
     memory_mb: int,
     max_processes: int,
+    cpu_ms: int,
     disk_gb: int,
     loopback_ports: tuple[int, ...],
 ) -> None:
-    limits = {"memory_mb": memory_mb, "processes": max_processes, "disk_gb": disk_gb}
+    limits = {
+        "memory_mb": memory_mb,
+        "processes": max_processes,
+        "disk_gb": disk_gb,
+        "cpu_ms": cpu_ms,
+    }
     tag_map = dict(t.split("=", 1) for t in tags)
     try:
         info = up(state_dir, name, port, image, gpu, tag_map, limits, loopback_ports)
@@ -799,6 +809,7 @@ def run_verifier(
         str(mdir / "root"), name, "0", "1" if info.get("gpu") else "0",
         str(info.get("uid_base", images.UID_BASE)), cgroup, "verify",
         str(limits.get("memory_mb", 0) * 2**20), str(limits.get("processes", 0)),
+        str(limits.get("cpu_ms", 0)),
         str(verify_dir), *command,
     ]  # fmt: skip
     proc = _spawn(args, log)

@@ -21,6 +21,7 @@ module "machines" {
   limit_memory_mb      = var.limit_memory_mb
   limit_processes      = var.limit_processes
   limit_disk_gb        = var.limit_disk_gb
+  limit_cpu_ms         = var.limit_cpu_ms
   loopback_ports       = var.loopback_ports
 }
 

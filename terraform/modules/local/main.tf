@@ -17,6 +17,7 @@ resource "terraform_data" "machine" {
     memory_mb = var.limit_memory_mb
     processes = var.limit_processes
     disk_gb   = var.limit_disk_gb
+    cpu_ms    = var.limit_cpu_ms
     loopback  = var.loopback_ports
   }
 
@@ -34,7 +35,7 @@ resource "terraform_data" "machine" {
       "--port", tostring(self.input.port), "--image", self.input.image,
       self.input.gpu ? "--gpu" : "--no-gpu",
       "--memory-mb", tostring(self.input.memory_mb), "--max-processes", tostring(self.input.processes),
-      "--disk-gb", tostring(self.input.disk_gb),
+      "--disk-gb", tostring(self.input.disk_gb), "--cpu-ms", tostring(self.input.cpu_ms),
       "--tag", "run=${var.run_id}", "--tag", "owner=${var.owner}",
     ], [for p in self.input.loopback : "--loopback-port ${p}"]))
   }

@@ -135,3 +135,9 @@ variable "gpu_type" {
   type        = string
   default     = "host-gpu"
 }
+
+variable "limit_cpu_ms" {
+  description = "CPU time each machine may use per 100 ms (its cgroup's CFS quota, in ms: 100 per CPU); 0 for none."
+  type        = number
+  default     = 0
+}
