@@ -29,8 +29,9 @@ class Kind:
     compare kinds (tests/test_seams.py)."""
 
     name = ""
-    # Memory (GiB) a machine gets beside the task's, for the agent's own scaffold.
+    # Memory (GiB) and CPUs a machine gets beside the task's, for the agent's own scaffold.
     scaffold_memory_gb = 0
+    scaffold_cpus = 0
     # Whether the task must have a reference setup for the agent to run.
     needs_reference_setup = False
 
@@ -70,6 +71,7 @@ class _Command(Kind):
     # artifact, whose needs are the task's memory_gb. OpenHands' local runtime alone is killed
     # by a 1 GiB limit (the demo tasks' memory_gb).
     scaffold_memory_gb = 4
+    scaffold_cpus = 1
 
     def problems(self, spec):
         if spec.converter in trajectories.CONVERTERS:

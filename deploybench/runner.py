@@ -115,7 +115,11 @@ class Runner:
             + self.agents[agent].behaviour.scaffold_memory_gb,
             limit_disk_gb=disk_gb,
             limit_processes=LIMIT_PROCESSES,
-            limit_cpus=float(sizes.get("vcpus") or 0) or None,
+            limit_cpus=(
+                float(sizes["vcpus"]) + self.agents[agent].behaviour.scaffold_cpus
+                if sizes.get("vcpus")
+                else None
+            ),
             loopback_ports=loopback_ports(self.agents[agent].base_url),
             tags={"run": self.run_id, "task": task_id, "agent": agent},
         )
