@@ -17,7 +17,8 @@ import ansible_runner
 import ansible_runner.interface
 import yaml
 
-from deploybench.paths import REFERENCE_SETUPS_DIR, REPO_ROOT, ROLES_DIR
+from deploybench import catalog
+from deploybench.paths import REPO_ROOT
 
 # The only variables of the controller's environment a playbook run sees: what Ansible, SSH and
 # the evidence helpers need, never the rest (API keys, cloud credentials). ansible-runner
@@ -98,7 +99,7 @@ def run_playbook(
     env = {
         **controller_env(pass_env),
         "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
-        "ANSIBLE_ROLES_PATH": f"{ROLES_DIR}:{REFERENCE_SETUPS_DIR}",
+        "ANSIBLE_ROLES_PATH": ":".join(str(p) for p in catalog.ROLES_PATH),
         "PATH": f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
         "ANSIBLE_NOCOLOR": "1",
         # The playbook's controller-side helpers (python -m deploybench.sidedoor ...) are

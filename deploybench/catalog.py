@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,15 @@ import jsonschema
 
 from deploybench import yamlfile
 from deploybench.errors import DeployBenchError
-from deploybench.paths import REFERENCE_SETUPS, REPO_ROOT, TASKS_DIR, VERIFIERS
+from deploybench.paths import (
+    REFERENCE_SETUPS,
+    REFERENCE_SETUPS_DIR,
+    REPO_ROOT,
+    ROLES_DIR,
+    TASKS,
+    TASKS_DIR,
+    VERIFIERS,
+)
 
 SCHEMA_FILE = "schema.json"
 
@@ -143,7 +152,7 @@ def _problems_of(
         return problems
     root = tasks_dir.parent
     verifier = verifier_dir(task_id, root)
-    for name in ("experiment.sh", "checks.yaml"):
+    for name in (EXPERIMENT_SCRIPT, CHECKS_SPEC):
         part = verifier / name
         if verifier.is_dir() and not part.is_file():
             problems.append(f"{where}: verifier incomplete: {_display(part, root)} does not exist")
@@ -188,22 +197,68 @@ def _demo_problems(data: dict[str, Any], where: str, root: Path) -> list[str]:
     return problems
 
 
+# ---- A task's pieces: no other module joins a task id into a path (tests/test_seams.py). ----
+EXPERIMENT_SCRIPT = "experiment.sh"
+CHECKS_SPEC = "checks.yaml"
+TASK_FILE = "task.yaml"
+# Where Ansible finds roles: the harness's, then the reference setups (roles named after their
+# task). ansible.cfg says the same for a playbook run by hand (tests/test_seams.py checks it).
+ROLES_PATH = (ROLES_DIR, REFERENCE_SETUPS_DIR)
+
+
+@dataclass(frozen=True)
+class Task:
+    """Where one task's pieces live: its folder in the catalog (task.yaml, its papers), its
+    reference setup (an Ansible role named after the task) and its hidden verifier."""
+
+    id: str
+    root: Path = REPO_ROOT
+    tasks_dir: Path | None = None
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.tasks_dir or Path(self.root) / TASKS) / self.id
+
+    @property
+    def file(self) -> Path:
+        return self.folder / TASK_FILE
+
+    @property
+    def papers(self) -> list[Path]:
+        """The task's own paper texts (tasks/<id>/paper.*), for a paper without a PDF."""
+        return sorted(p for p in self.folder.glob("paper.*") if p.is_file())
+
+    @property
+    def role(self) -> Path:
+        return Path(self.root) / REFERENCE_SETUPS / self.id
+
+    @property
+    def verifier(self) -> Path:
+        return Path(self.root) / VERIFIERS / self.id
+
+    @property
+    def experiment(self) -> Path:
+        return self.verifier / EXPERIMENT_SCRIPT
+
+    @property
+    def checks(self) -> Path:
+        return self.verifier / CHECKS_SPEC
+
+    def homes(self) -> dict[str, bool]:
+        """Which of its homes besides tasks/<id>/ exist: {reference_setup, verifier}."""
+        return {"reference_setup": self.role.is_dir(), "verifier": self.checks.is_file()}
+
+
 def reference_setup_dir(task_id: str, root: Path = REPO_ROOT) -> Path:
-    """The task's reference setup: an Ansible role named after the task."""
-    return Path(root) / REFERENCE_SETUPS / task_id
+    return Task(task_id, root).role
 
 
 def verifier_dir(task_id: str, root: Path = REPO_ROOT) -> Path:
-    """The task's hidden Layer-2 verifier."""
-    return Path(root) / VERIFIERS / task_id
+    return Task(task_id, root).verifier
 
 
 def homes(task_id: str, root: Path = REPO_ROOT) -> dict[str, bool]:
-    """Which of the task's homes besides tasks/<id>/ exist: {reference_setup, verifier}."""
-    return {
-        "reference_setup": reference_setup_dir(task_id, root).is_dir(),
-        "verifier": (verifier_dir(task_id, root) / "checks.yaml").is_file(),
-    }
+    return Task(task_id, root).homes()
 
 
 # The paper's catalog (its Table 8 and abstract). Demo tasks are never counted.
@@ -324,7 +379,7 @@ def get_task(task_id: str, tasks_dir: Path = TASKS_DIR) -> dict[str, Any]:
 
 
 def task_file(task_id: str, tasks_dir: Path = TASKS_DIR) -> Path:
-    path = Path(tasks_dir) / task_id / "task.yaml"
+    path = Task(task_id, tasks_dir=Path(tasks_dir)).file
     if not path.is_file():
         raise DeployBenchError(f"unknown task {task_id!r}: {_display(path)} does not exist")
     return path

@@ -483,4 +483,6 @@ def _size(folder: Path) -> int:
 
 
 def paper_texts(task_id: str, tasks_dir: Path = TASKS_DIR) -> list[Path]:
-    return sorted(p for p in (Path(tasks_dir) / task_id).glob("paper.*") if p.is_file())
+    from deploybench import catalog
+
+    return catalog.Task(task_id, tasks_dir=Path(tasks_dir)).papers

@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
+from deploybench import catalog, contracts, runfolder
 from deploybench import checks as checks_mod
-from deploybench import contracts, runfolder
 from deploybench.errors import DeployBenchError
 from deploybench.paths import VERIFIERS_DIR
 
@@ -31,8 +31,6 @@ RULES_FILE = VERIFIERS_DIR / "global" / "rules.yaml"
 CATEGORIES = ("dependency", "compilation", "runtime_crash", "oom")
 MAX_EVIDENCE = 10
 MAX_LINE = 300
-EXPERIMENT_SCRIPT = "experiment.sh"
-CHECKS_SPEC = "checks.yaml"
 EXPERIMENT_LIB = "experiment_lib.sh"
 RUNBOOK_STATUS = re.compile(
     r"^[\s#>*_`-]*status[*_`\s]*[:=][\s*_`]*(SUCCESS|PARTIAL|FAILED)\b", re.IGNORECASE
@@ -249,32 +247,30 @@ def runbook_status(text: str | None) -> str | None:
     return None
 
 
-def verifier_dir(task_id: str, verifiers_dir: Path = VERIFIERS_DIR) -> Path:
-    """verifiers/<task_id>/ (holding experiment.sh and checks.yaml), checked."""
-    folder = Path(verifiers_dir) / task_id
-    for name in (EXPERIMENT_SCRIPT, CHECKS_SPEC):
-        if not (folder / name).is_file():
-            raise DeployBenchError(f"no Layer 2 verifier for {task_id}: {folder / name}")
-    return folder
+def _verifier(task_id: str) -> catalog.Task:
+    """The task's verifier (verifiers/<task_id>/ holding experiment.sh and checks.yaml), checked."""
+    task = catalog.Task(task_id)
+    for part in (task.experiment, task.checks):
+        if not part.is_file():
+            raise DeployBenchError(f"no Layer 2 verifier for {task_id}: {part}")
+    return task
 
 
-def load_checks(task_id: str, verifiers_dir: Path = VERIFIERS_DIR) -> list[dict[str, Any]]:
+def load_checks(task_id: str) -> list[dict[str, Any]]:
     """The task's declared Layer 2 checks (verifiers/<id>/checks.yaml), validated."""
-    return checks_mod.load(verifier_dir(task_id, verifiers_dir) / CHECKS_SPEC)
+    return checks_mod.load(_verifier(task_id).checks)
 
 
-def machine_script(
-    task_id: str, verifiers_dir: Path = VERIFIERS_DIR, cpu_only: bool = False
-) -> str:
+def machine_script(task_id: str, cpu_only: bool = False) -> str:
     """What runs on the machine: the shared preamble, then the task's experiment.sh. Both run
     under the controller's busybox shell; neither holds a check (those stay here). CPU_ONLY is
     set here, by the controller, never taken from the machine: 1 only in the CPU validation of a
     GPU task, where an experiment that names its device asks for the CPU instead."""
-    lib = (Path(verifiers_dir) / "global" / EXPERIMENT_LIB).read_text()
-    experiment = (verifier_dir(task_id, verifiers_dir) / EXPERIMENT_SCRIPT).read_text()
+    lib = (VERIFIERS_DIR / "global" / EXPERIMENT_LIB).read_text()
+    experiment = _verifier(task_id).experiment.read_text()
     mode = f"CPU_ONLY={int(cpu_only)}\n"
     # It ends with exit 0, so only the trusted `timeout` gives 124, 137 or 143 (its budget ran out).
-    return f"{lib}\n{mode}# ---- {task_id}/{EXPERIMENT_SCRIPT} ----\n{experiment}\nexit 0\n"
+    return f"{lib}\n{mode}# ---- {task_id}/{catalog.EXPERIMENT_SCRIPT} ----\n{experiment}\nexit 0\n"
 
 
 CPU_NOTE = (

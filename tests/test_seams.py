@@ -8,9 +8,11 @@ finding nothing."""
 from __future__ import annotations
 
 import ast
+import configparser
+import re
 from pathlib import Path
 
-from deploybench import runfolder
+from deploybench import catalog, runfolder
 from deploybench.backends import BACKENDS
 
 PACKAGE = Path(__file__).resolve().parent.parent / "deploybench"
@@ -89,6 +91,39 @@ def agent_kind_switches(source: str) -> list[tuple[int, str]]:
     return out
 
 
+_HOMES = re.compile(
+    r"\b(TASKS|VERIFIERS|REFERENCE_SETUPS)(_DIR)?\b|tasks_dir|verifiers_dir|catalog_dir"
+    r"|reference_root|['\"](tasks|verifiers|reference_setups)['\"]"
+)
+_TASK = re.compile(r"task|\btid\b", re.IGNORECASE)
+
+
+def task_path_joins(source: str) -> list[tuple[int, str]]:
+    """(line, code) of every path joined from a task home (tasks/, reference_setups/,
+    verifiers/) and something naming a task."""
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            left, right = ast.unparse(node.left), ast.unparse(node.right)
+            # a / b / c is two joins on one line: counted once
+            if _HOMES.search(left) and _TASK.search(right) and node.lineno not in dict(out):
+                out.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, ast.JoinedStr):
+            # f"{TASKS_DIR}/{task_id}" or f"verifiers/{task_id}"
+            home = False
+            for part in node.values:
+                if isinstance(part, ast.Constant):
+                    home = home or bool(
+                        re.search(r"(tasks|verifiers|reference_setups)/$", part.value)
+                    )
+                elif _TASK.search(ast.unparse(part.value)) and home:
+                    out.append((node.lineno, ast.unparse(node)))
+                    break
+                else:
+                    home = home or bool(_HOMES.search(ast.unparse(part.value)))
+    return out
+
+
 def test_the_scanners_find_what_breaks_the_rules():
     code = 'p = folder / "stop.json"\nq = f"{d}/verdict.json"\nr = "runs/r/results.jsonl"\n'
     assert sorted(spelled_names(code)) == [
@@ -115,6 +150,17 @@ if event.kind == "command": pass
 if row["kind"] == "turn": pass
 """
     assert sorted(line for line, _ in agent_kind_switches(code)) == [2, 3, 4]
+    code = """
+a = TASKS_DIR / task_id / "task.yaml"
+b = Path(verifiers_dir) / task_id
+c = REPO_ROOT / "reference_setups" / row["task_id"]
+d = f"{TASKS_DIR}/{task_id}/task.yaml"
+e = runs_dir() / run_id / task_id
+f = TASKS_DIR / "schema.json"
+g = f"verifiers/{task_id}/checks.yaml"
+h = f"over {fig['tasks']} tasks"
+"""
+    assert sorted(line for line, _ in task_path_joins(code)) == [2, 3, 4, 5, 8]
 
 
 def test_no_module_but_the_owner_spells_a_run_folder_file_name():
@@ -150,3 +196,19 @@ def test_no_caller_compares_an_agents_kind():
     assert not offenders, "make it a method of the agent's Kind (agents.py):\n" + "\n".join(
         offenders
     )
+
+
+def test_only_the_task_owner_finds_a_tasks_pieces():
+    owners = {PACKAGE / "catalog.py", PACKAGE / "paths.py"}
+    offenders = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}: {code}"
+        for path in _modules()
+        if path not in owners
+        for line, code in task_path_joins(path.read_text())
+    ]
+    assert not offenders, "ask catalog.Task for it:\n" + "\n".join(offenders)
+    # Both roles paths (the runner's and ansible.cfg's, for a playbook run by hand) are the one.
+    config = configparser.ConfigParser()
+    config.read(PACKAGE.parent / "ansible.cfg")
+    by_hand = [(PACKAGE.parent / p).resolve() for p in config["defaults"]["roles_path"].split(":")]
+    assert by_hand == [p.resolve() for p in catalog.ROLES_PATH]

@@ -11,9 +11,9 @@ import pandas as pd
 from deploybench import runfolder
 from deploybench.analysis import diagnose, render
 from deploybench.analysis.load import read_results, read_trajectory
-from deploybench.catalog import load_tasks
+from deploybench.catalog import Task, load_tasks
 from deploybench.errors import DeployBenchError
-from deploybench.paths import REFERENCE_SETUPS, TASKS_DIR
+from deploybench.paths import TASKS_DIR
 
 
 @dataclass
@@ -36,7 +36,6 @@ def diagnose_run(
     run_dir = Path(run_dir)
     catalog_dir = Path(catalog_dir) if catalog_dir else TASKS_DIR
     catalog = load_tasks(catalog_dir) if catalog_dir.is_dir() else {}
-    reference_root = catalog_dir.parent / REFERENCE_SETUPS
     rows, count = [], 0
     for result in read_results(run_dir):
         if result["status"] != "completed":
@@ -55,7 +54,7 @@ def diagnose_run(
                     verdict,
                     folder,
                     catalog.get(result["task_id"]),
-                    reference_root / result["task_id"],
+                    Task(result["task_id"], root=catalog_dir.parent).role,
                     commands,
                 )
                 found = diagnose.diagnose_with_model(prompt, model, base_url)

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from deploybench import runfolder
+from deploybench.catalog import Task
 from deploybench.paths import TASKS, TASKS_DIR
 
 # One run folder keeps an attempt at <task>/<agent>/<n>: each agent name appears once here, or
@@ -124,8 +125,9 @@ def write_catalog(folder: Path, n_tasks: int, seed: int = 0) -> list[str]:
             "designated_experiment": "Run `python train.py --epochs 1`.",
             "validated": None,
         }
-        (folder / task_id).mkdir(exist_ok=True)
-        (folder / task_id / "task.yaml").write_text(yaml.safe_dump(task, sort_keys=False))
+        home = Task(task_id, tasks_dir=folder)
+        home.folder.mkdir(exist_ok=True)
+        home.file.write_text(yaml.safe_dump(task, sort_keys=False))
         ids.append(task_id)
     return ids
 

@@ -11,12 +11,12 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from deploybench import runfolder, verification
+from deploybench import catalog, runfolder, verification
 from deploybench.agents import AgentSpec, load_agent
 from deploybench.backends import get_backend
-from deploybench.catalog import homes, load_tasks, verifier_dir
+from deploybench.catalog import load_tasks
 from deploybench.errors import DeployBenchError
-from deploybench.paths import TASKS_DIR, runs_dir
+from deploybench.paths import runs_dir
 from deploybench.runner import Runner, RunOptions, now
 
 
@@ -215,15 +215,14 @@ def _check_runnable(tasks: dict[str, dict], agents: list[AgentSpec], cpu_only: b
                 f"--cpu-only is the CPU validation of GPU tasks; {task_id} is not one "
                 "(gpu: false): run or validate it normally"
             )
-        if not verifier_dir(task_id).is_dir():
+        home = catalog.Task(task_id)
+        if not home.verifier.is_dir():
             raise DeployBenchError(
-                f"task {task_id} has no verifier (verifiers/{task_id}/): it cannot be run"
+                f"task {task_id} has no verifier ({home.verifier}/): it cannot be run"
             )
         needs_reference = any(a.behaviour.needs_reference_setup for a in agents)
-        if needs_reference and not homes(task_id)["reference_setup"]:
-            raise DeployBenchError(
-                f"task {task_id} has no reference setup (reference_setups/{task_id}/)"
-            )
+        if needs_reference and not home.homes()["reference_setup"]:
+            raise DeployBenchError(f"task {task_id} has no reference setup ({home.role}/)")
     for agent in agents:
         for problem in agent.behaviour.problems(agent):
             raise DeployBenchError(problem)
@@ -385,7 +384,7 @@ def validate_references(
     Console(width=160).print(results_table(rows))
     failed = []
     for row in rows:
-        task_file = TASKS_DIR / row["task_id"] / "task.yaml"
+        task_file = catalog.Task(row["task_id"]).file
         judgment = runfolder.read_cpu_judgment(runfolder.attempt_of(run_dir, row))
         if cpu_only and row["status"] == "completed" and judgment is not None:
             click.echo(_cpu_line(run_dir, row))
