@@ -129,6 +129,8 @@ class AgentSpec:
     # The install runs before the budget, so the budget cannot end a hung one (a package index
     # that stops answering): this limit does, as an infrastructure error, retried.
     install_seconds: int = 1800
+    # The agent's own budget for every task (None: each task's agent_minutes).
+    agent_seconds: int | None = None
     max_steps: int = 0
     converter: str = "contract5"
     # An OpenAI-compatible endpoint, for {llm_base_url} in the command.
@@ -194,6 +196,7 @@ def load_agent(name: str, config: Path | None = None, llm_base_url: str | None =
         command_line=spec["command"],
         install=spec.get("install", ""),
         install_seconds=spec.get("install_seconds", AgentSpec.install_seconds),
+        agent_seconds=spec.get("agent_seconds"),
         max_steps=spec.get("max_steps", 0),
         converter=spec.get("converter", "contract5"),
         base_url=llm_base_url or spec.get("base_url") or "",

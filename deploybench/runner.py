@@ -141,8 +141,9 @@ class Runner:
                 "attempt_dir": str(folder.resolve()),
                 **agent.extravars(),
             }
-            if self.o.agent_seconds:
-                extravars["agent_seconds"] = self.o.agent_seconds
+            budget = self.o.agent_seconds or agent.agent_seconds
+            if budget:
+                extravars["agent_seconds"] = budget
             if self.o.cpu_only:
                 extravars["cpu_only"] = True
             outside = self.o.backend.judges_from_outside
@@ -183,7 +184,9 @@ class Runner:
         the agent's install and run, verification): a step that hangs past its own limit ends
         here at the latest."""
         task = self.o.tasks[attempt.task_id]
-        agent_seconds = self.o.agent_seconds or int(task["agent_minutes"] * 60)
+        agent_seconds = (
+            self.o.agent_seconds or agent.agent_seconds or int(task["agent_minutes"] * 60)
+        )
         verify_seconds = int(task["verify_minutes"] * 60)
         return agent_seconds + agent.install_seconds + verify_seconds + STAGING_SECONDS
 

@@ -1,0 +1,50 @@
+"""Agents own their kind (deploybench/agents.py, KINDS): what each kind asks of a run."""
+
+import pytest
+import yaml
+
+from deploybench import agents
+from deploybench.ansible import Unsafe
+from deploybench.errors import DeployBenchError
+
+
+def _spec(tmp_path, **fields):
+    config = tmp_path / "agents.yaml"
+    config.write_text(yaml.safe_dump({"mine": {"command": "run {prompt_file}", **fields}}))
+    return agents.load_agent("mine", config)
+
+
+def test_each_kind_says_what_it_needs(tmp_path):
+    reference, nop = agents.load_agent("reference"), agents.load_agent("nop")
+    command = _spec(tmp_path, model="m", max_steps=7)
+    assert reference.behaviour.needs_reference_setup is True
+    assert not nop.behaviour.needs_reference_setup and not command.behaviour.needs_reference_setup
+    assert (command.behaviour.scaffold_memory_gb, command.behaviour.scaffold_cpus) == (4, 1)
+    assert (nop.behaviour.scaffold_memory_gb, reference.behaviour.scaffold_cpus) == (0, 0)
+    assert nop.extravars() == {"agent": "nop"}
+    got = command.extravars()
+    assert got["agent"] == "command" and got["agent_command_max_steps"] == 7
+    assert isinstance(got["agent_command_line"], Unsafe)
+    assert [agents.role_kind(a) for a in ("reference", "nop", "overclaim", "command")] == [
+        "reference",
+        "scripted",
+        "scripted",
+        "command",
+    ]
+    with pytest.raises(DeployBenchError, match="unknown agent 'mine'"):
+        agents.role_kind("mine")
+
+
+def test_a_spec_may_carry_its_own_budget(tmp_path):
+    assert _spec(tmp_path, agent_seconds=90).agent_seconds == 90
+    assert _spec(tmp_path).agent_seconds is None
+    with pytest.raises(DeployBenchError, match="agent_seconds"):
+        _spec(tmp_path, agent_seconds=0)
+
+
+def test_an_unknown_converter_is_the_command_kinds_problem(tmp_path):
+    spec = _spec(tmp_path)
+    spec.converter = "nonesuch"
+    (problem,) = spec.behaviour.problems(spec)
+    assert "unknown converter 'nonesuch'" in problem
+    assert agents.load_agent("nop").behaviour.problems(agents.load_agent("nop")) == []
