@@ -16,7 +16,7 @@ from deploybench.agents import AgentSpec, load_agent
 from deploybench.backends import get_backend
 from deploybench.catalog import load_tasks
 from deploybench.errors import DeployBenchError
-from deploybench.paths import runs_dir
+from deploybench.paths import TASKS_DIR, runs_dir
 from deploybench.runner import Runner, RunOptions, now
 
 
@@ -384,7 +384,7 @@ def validate_references(
     Console(width=160).print(results_table(rows))
     failed = []
     for row in rows:
-        task_file = catalog.Task(row["task_id"]).file
+        task_file = catalog.Task(row["task_id"], tasks_dir=TASKS_DIR).file
         judgment = runfolder.read_cpu_judgment(runfolder.attempt_of(run_dir, row))
         if cpu_only and row["status"] == "completed" and judgment is not None:
             click.echo(_cpu_line(run_dir, row))

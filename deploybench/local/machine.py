@@ -245,13 +245,21 @@ def _network(mdir: Path, init_pid: int, port: int) -> subprocess.Popen:
 
 def _forward(api: Path, request: dict) -> None:
     # The port was free when it was chosen (below the ephemeral range); a moment's binder of
-    # it gets a few more looks.
+    # it gets a few more looks. slirp4netns makes its socket's file a moment before it listens
+    # on it, so a refused connection is tried again too.
     for tries in range(5):
-        with socket.socket(socket.AF_UNIX) as sock:
-            sock.settimeout(5)
-            sock.connect(str(api))
-            sock.sendall(json.dumps(request).encode())
-            answer = sock.recv(4096).decode(errors="replace")
+        for attempt in range(50):
+            try:
+                with socket.socket(socket.AF_UNIX) as sock:
+                    sock.settimeout(5)
+                    sock.connect(str(api))
+                    sock.sendall(json.dumps(request).encode())
+                    answer = sock.recv(4096).decode(errors="replace")
+                break
+            except ConnectionRefusedError:
+                if attempt == 49:
+                    raise
+                time.sleep(0.02)
         if "error" not in answer:
             return
         if tries == 4:
