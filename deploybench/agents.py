@@ -131,6 +131,8 @@ class AgentSpec:
     install_seconds: int = 1800
     # The agent's own budget for every task (None: each task's agent_minutes).
     agent_seconds: int | None = None
+    # The machine's Python the scaffold needs, as a version specifier (">=3.12,<3.14").
+    python: str | None = None
     max_steps: int = 0
     converter: str = "contract5"
     # An OpenAI-compatible endpoint, for {llm_base_url} in the command.
@@ -147,6 +149,30 @@ class AgentSpec:
     def extravars(self) -> dict[str, Any]:
         """The agent's extra vars; the spec's text is Unsafe, so Ansible never templates it."""
         return self.behaviour.extravars(self)
+
+
+def platform_problems(specs: list[AgentSpec], image: str, offered: dict[str, str]) -> list[str]:
+    """What the chosen image cannot give the agents' scaffolds, one line each (checked before
+    the cost prompt and before any machine). offered: the backend's images and their Pythons."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    lines = []
+    for spec in specs:
+        if not spec.python:
+            continue
+        try:
+            wanted = SpecifierSet(spec.python)
+        except InvalidSpecifier:
+            lines.append(f"agent {spec.name}: python {spec.python!r} is not a version specifier")
+            continue
+        if offered[image] not in wanted:
+            fits = [name for name, version in sorted(offered.items()) if version in wanted]
+            hint = f"--image {fits[0]} has it" if fits else "no image of this backend has it"
+            lines.append(
+                f"agent {spec.name} needs Python {spec.python}; the image {image} has "
+                f"{offered[image]}: {hint}"
+            )
+    return lines
 
 
 def spec_problems(specs: Any, where: str) -> list[str]:
@@ -197,6 +223,7 @@ def load_agent(name: str, config: Path | None = None, llm_base_url: str | None =
         install=spec.get("install", ""),
         install_seconds=spec.get("install_seconds", AgentSpec.install_seconds),
         agent_seconds=spec.get("agent_seconds"),
+        python=spec.get("python"),
         max_steps=spec.get("max_steps", 0),
         converter=spec.get("converter", "contract5"),
         base_url=llm_base_url or spec.get("base_url") or "",

@@ -6,6 +6,7 @@ import yaml
 from deploybench import agents
 from deploybench.ansible import Unsafe
 from deploybench.errors import DeployBenchError
+from tests.conftest import REPO, run_cli
 
 
 def _spec(tmp_path, **fields):
@@ -48,3 +49,23 @@ def test_an_unknown_converter_is_the_command_kinds_problem(tmp_path):
     (problem,) = spec.behaviour.problems(spec)
     assert "unknown converter 'nonesuch'" in problem
     assert agents.load_agent("nop").behaviour.problems(agents.load_agent("nop")) == []
+
+
+@pytest.mark.parametrize(
+    ("backend", "image", "says"),
+    [
+        ("local", None, "the image debian12 has 3.11: --image debian13 has it"),
+        ("aws", None, "the image ubuntu2204 has 3.10: no image of this backend has it"),
+        ("aws", "debian13", "the aws backend offers no image 'debian13'"),
+        ("gcp", None, "the image ubuntu2204 has 3.10: no image of this backend has it"),
+    ],
+)
+def test_an_impossible_pairing_is_one_line_before_any_machine(runs, backend, image, says):
+    spec = REPO / "agents" / "openhands.yaml"
+    args = ["run", "--backend", backend, "--agent", "openhands", "--agent-config", spec]
+    args += ["--tasks", "legacycalc_demo24", "--run-id", "preflight", "--yes"]
+    proc = run_cli(*args, *(["--image", image] if image else []), check=False)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert says in line, line
+    assert not (runs / "preflight").exists()

@@ -52,6 +52,7 @@ def _endpoint_overridden() -> bool:
 class AwsBackend(CloudBackend):
     name = "aws"
     default_image = "ubuntu2204"
+    image_pythons = {"ubuntu2204": "3.10"}
 
     def sanity_check(self, request: MachineRequest | None = None) -> None:
         super().sanity_check(request)

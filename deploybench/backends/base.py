@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from deploybench import contracts, inventory
+from deploybench.errors import DeployBenchError
 from deploybench.paths import TERRAFORM_DIR
 from deploybench.terraform import Deployment
 
@@ -50,6 +51,9 @@ class MachineRequest:
 class Backend(ABC):
     name: str
     default_image: str
+    # The images it offers and the Python each has (what a scaffold's needs are checked against
+    # before any machine is made).
+    image_pythons: dict[str, str] = {}
     # How many times a failed `terraform apply` is run: see Deployment.apply.
     apply_attempts: int = 1
     # Whether its machines are paid for by the hour: a run then prints an estimate and asks.
@@ -62,6 +66,16 @@ class Backend(ABC):
     @property
     def env_dir(self) -> Path:
         return TERRAFORM_DIR / "envs" / self.name
+
+    def image_python(self, image: str | None) -> str:
+        """The Python version of one of its images; an image it does not offer is one line."""
+        chosen = image or self.default_image
+        if chosen not in self.image_pythons:
+            offered = ", ".join(sorted(self.image_pythons))
+            raise DeployBenchError(
+                f"the {self.name} backend offers no image {chosen!r} ({offered})"
+            )
+        return self.image_pythons[chosen]
 
     @abstractmethod
     def sanity_check(self, request: MachineRequest | None = None) -> None:

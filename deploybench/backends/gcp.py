@@ -75,6 +75,7 @@ def project() -> str:
 class GcpBackend(CloudBackend):
     name = "gcp"
     default_image = "ubuntu2204"
+    image_pythons = {"ubuntu2204": "3.10"}
 
     def sanity_check(self, request: MachineRequest | None = None) -> None:
         super().sanity_check(request)

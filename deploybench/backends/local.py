@@ -102,6 +102,7 @@ def _memory_limit_mb(wanted_gb: float | None) -> int:
 class LocalBackend(Backend):
     name = "local"
     default_image = "debian12"
+    image_pythons = {"debian12": "3.11", "debian13": "3.13"}
 
     def sanity_check(self, request: MachineRequest | None = None) -> None:
         machine.require_root()

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from deploybench import catalog, runfolder, verification
-from deploybench.agents import AgentSpec, load_agent
+from deploybench.agents import AgentSpec, load_agent, platform_problems
 from deploybench.backends import get_backend
 from deploybench.catalog import load_tasks
 from deploybench.errors import DeployBenchError
@@ -174,6 +174,11 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
     # Sources before machines: a commit or repository that cannot be had is one line, no machine.
     sources.ensure(chosen, request.source_mirror)
     chosen_backend = get_backend(spec.backend)
+    # Pre-flight: the image the backend offers and what the agents' scaffolds need of it.
+    chosen_backend.image_python(spec.image)
+    image = spec.image or chosen_backend.default_image
+    for problem in platform_problems(agents, image, chosen_backend.image_pythons):
+        raise DeployBenchError(problem)
     chosen_backend.check()
     if not request.resume:
         from deploybench import costs
