@@ -387,11 +387,13 @@ def sync(
     mirror: Path | None = None,
     on_step: Callable[[str], None] | None = None,
     problems: list[str] | None = None,
+    build_tree: Callable[[dict, dict], dict] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Make the cache hold every task's pinned commits (and paper, when it can be had).
     Commits already cached are not fetched again. A problem is a one-line error naming the task
     and what is missing: raised at once, or, given a `problems` list, added to it while the
-    other tasks go on."""
+    other tasks go on. build_tree(task, record): the staged tree of a task whose sources are
+    whole, recorded in the index beside them (staging.sync passes staging's)."""
     step = on_step or (lambda _msg: None)
     mirror = Path(mirror).resolve() if mirror is not None else None
     records: dict[str, dict[str, Any]] = {}
@@ -411,12 +413,10 @@ def sync(
                 step(f"{task_id}: paper")
                 paper = _paper(task, mirror)
                 record = check_task(task)
-                if not needed_missing(task, all_missing(record)):
+                if build_tree is not None and not needed_missing(task, all_missing(record)):
                     # Built now, once per commit, so that staging an attempt only copies it.
                     step(f"{task_id}: staged tree")
-                    from deploybench import staging
-
-                    built = staging.staged_tree(task, record)
+                    built = build_tree(task, record)
                     record["staged"] = {k: built[k] for k in ("tar", "tar_bytes", "files")}
             except DeployBenchError as exc:
                 if problems is None:
@@ -430,10 +430,14 @@ def sync(
     return records
 
 
-def ensure(tasks: dict[str, dict[str, Any]], mirror: Path | None = None) -> None:
+def ensure(
+    tasks: dict[str, dict[str, Any]],
+    mirror: Path | None = None,
+    build_tree: Callable[[dict, dict], dict] | None = None,
+) -> None:
     """Before any machine is made: every non-demo task's sources are cached (fetched from the
     mirror or the network now if they are not), and no missing file is one the task needs."""
-    records = sync(tasks, mirror)
+    records = sync(tasks, mirror, build_tree=build_tree)
     for task_id, record in records.items():
         needed = needed_missing(tasks[task_id], all_missing(record))
         if needed:

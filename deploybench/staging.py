@@ -408,3 +408,23 @@ def _demo_tar(task: dict[str, Any], out: Path) -> str:
         with tarfile.open(out, "w:gz") as tar:
             tar.add(repo, arcname=".")
     return commit
+
+
+def sync(
+    tasks: dict[str, dict[str, Any]],
+    mirror: Path | None = None,
+    on_step: Any = None,
+    problems: list[str] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """The source cache (sources.sync) with each task's staged tree built beside it: the cache
+    the attempts' staging copies from."""
+    from deploybench import sources
+
+    return sources.sync(tasks, mirror, on_step, problems, build_tree=staged_tree)
+
+
+def ensure(tasks: dict[str, dict[str, Any]], mirror: Path | None = None) -> None:
+    """sources.ensure, with the staged trees built (see sync)."""
+    from deploybench import sources
+
+    sources.ensure(tasks, mirror, build_tree=staged_tree)

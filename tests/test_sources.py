@@ -140,7 +140,7 @@ def unpack(tar: str, dest: Path) -> Path:
 def test_sync_from_a_mirror_caches_the_pinned_commits(layout, upstream, tasks_dir, state_home):
     mirror = layout(upstream.root.parent, upstream)
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, upstream.lib_commit)
-    records = sources.sync(tasks, mirror)
+    records = staging.sync(tasks, mirror)
     record = records["app_test24"]
     assert record["commit"] == upstream.commit
     assert record["submodules"][0]["commit"] == upstream.lib_commit
@@ -162,7 +162,7 @@ def test_sync_from_a_mirror_caches_the_pinned_commits(layout, upstream, tasks_di
     }
     assert rows["alice+app.git"]["bytes"] > 0
     # A second sync finds everything cached and fetches nothing.
-    again = sources.sync(tasks, mirror=None)
+    again = staging.sync(tasks, mirror=None)
     assert again["app_test24"]["commit"] == upstream.commit
 
 
@@ -178,7 +178,7 @@ def test_sync_over_the_network_fetches_one_commit(upstream, tasks_dir, state_hom
     monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.file://{net}/.insteadOf")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "https://github.com/")
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, upstream.lib_commit)
-    record = sources.sync(tasks)["app_test24"]
+    record = staging.sync(tasks)["app_test24"]
     assert record["from"] == "https://github.com/alice/app"
     cached = sources.cached_repo("https://github.com/alice/app")
     assert sources.has_commit(cached, upstream.commit)
@@ -187,7 +187,7 @@ def test_sync_over_the_network_fetches_one_commit(upstream, tasks_dir, state_hom
     # A repository the network does not have: one line, and no empty repository left cached.
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, None, url="https://github.com/x/y")
     with pytest.raises(DeployBenchError, match=r"^app_test24: repository: cannot fetch commit"):
-        sources.sync(tasks)
+        staging.sync(tasks)
     assert not sources.cached_repo("https://github.com/x/y").exists()
 
 
@@ -196,19 +196,19 @@ def test_missing_commit_repository_and_submodule_are_one_line_each(upstream, tas
     absent = "0123456789abcdef0123456789abcdef01234567"
     tasks = write_task(tasks_dir, "app_test24", absent, None)
     with pytest.raises(DeployBenchError) as caught:
-        sources.sync(tasks, mirror)
+        staging.sync(tasks, mirror)
     assert str(caught.value) == (
         f"app_test24: repository: commit {absent} is not in the mirror's alice+app "
         f"({mirror / 'alice' / 'app' / '.git'})"
     )
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, None, url="https://github.com/x/y")
     with pytest.raises(DeployBenchError, match=r"^app_test24: repository: the mirror .* has no "):
-        sources.sync(tasks, mirror)
+        staging.sync(tasks, mirror)
     assert not sources.cached_repo("https://github.com/x/y").exists()
     shutil.rmtree(mirror / "bob")
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, upstream.lib_commit)
     with pytest.raises(DeployBenchError) as caught:
-        sources.sync(tasks, mirror)
+        staging.sync(tasks, mirror)
     assert str(caught.value).startswith(
         f"app_test24: submodule lib: the mirror {mirror} has no repository bob+lib"
     )
@@ -220,13 +220,13 @@ def test_missing_commit_repository_and_submodule_are_one_line_each(upstream, tas
     later = git(mirror / "bob" / "lib", "rev-parse", "HEAD")
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, later)
     with pytest.raises(DeployBenchError, match=f"pins {later} but the pinned tree records"):
-        sources.sync(tasks, mirror)
+        staging.sync(tasks, mirror)
 
 
 def test_staged_tree_is_the_pinned_commit_clean_without_history(upstream, tasks_dir, state_home):
     mirror = mirror_slash(upstream.root.parent, upstream)
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, upstream.lib_commit)
-    record = sources.sync(tasks, mirror)["app_test24"]
+    record = staging.sync(tasks, mirror)["app_test24"]
     # sync built the staged tarball once; staging an attempt reuses it.
     built = staging.staged_tree(tasks["app_test24"], record)
     assert built["reused"] is True and built["tar"] == record["staged"]["tar"]
@@ -257,7 +257,7 @@ def test_missing_file_is_recorded_and_needed_file_stops(upstream, tasks_dir, sta
     mirror = mirror_plus(upstream.root.parent, upstream)
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, upstream.lib_commit)
     (tasks_dir / "app_test24" / "paper.md").write_text("# The app paper\n")
-    sources.sync(tasks, mirror)
+    staging.sync(tasks, mirror)
     plan = staging.plan_attempt(
         catalog.load_task("app_test24", tasks_dir), tmp_path / "attempt", tasks_dir
     )
@@ -287,7 +287,7 @@ def test_missing_file_is_recorded_and_needed_file_stops(upstream, tasks_dir, sta
     stopped = json.loads((tmp_path / "stopped" / "staging.json").read_text())
     assert stopped["needed_missing"] == ["data/big.bin"] and stopped["stopped"]
     with pytest.raises(DeployBenchError, match="needed_files"):
-        sources.ensure(load_tasks(tasks_dir), mirror)
+        staging.ensure(load_tasks(tasks_dir), mirror)
     env = {"DEPLOYBENCH_REPO": str(checkout_with(tmp_path, tasks_dir))}
     proc = run_cli("sources", "sync", "--source-mirror", mirror, env=env, check=False)
     assert proc.returncode == 2
@@ -299,7 +299,7 @@ def test_paper_pdf_from_the_mirror_is_staged(upstream, tasks_dir, state_home, tm
     (mirror / "papers").mkdir()
     (mirror / "papers" / "app_test24.pdf").write_bytes(b"%PDF-1.4 the paper\n")
     tasks = write_task(tasks_dir, "app_test24", upstream.commit, upstream.lib_commit)
-    assert sources.sync(tasks, mirror)["app_test24"]["paper"]["status"] == "cached"
+    assert staging.sync(tasks, mirror)["app_test24"]["paper"]["status"] == "cached"
     plan = staging.plan_attempt(
         catalog.load_task("app_test24", tasks_dir), tmp_path / "attempt", tasks_dir
     )
@@ -311,7 +311,7 @@ def test_demo_task_stages_as_before(state_home, tmp_path):
     # A demo task needs no cache: its artifact folder becomes the one-commit repository.
     tasks = load_tasks()
     demo = next(t for t in tasks.values() if t.get("demo"))
-    assert sources.sync({demo["id"]: demo}) == {}
+    assert staging.sync({demo["id"]: demo}) == {}
     plan = staging.plan_attempt(demo, tmp_path / "attempt")
     assert plan["paper"] == {"status": "text", "staged": ["paper.md"]}
     work = unpack(plan["tar"], tmp_path / "machine")

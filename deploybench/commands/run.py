@@ -169,10 +169,10 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
     agents = [AgentSpec(**a) for a in spec.agent_specs]
     cpu_only = bool(spec.cpu_only)
     _check_runnable(chosen, agents, cpu_only)
-    from deploybench import sources
+    from deploybench import staging
 
     # Sources before machines: a commit or repository that cannot be had is one line, no machine.
-    sources.ensure(chosen, request.source_mirror)
+    staging.ensure(chosen, request.source_mirror)
     chosen_backend = get_backend(spec.backend)
     # Pre-flight: the image the backend offers and what the agents' scaffolds need of it.
     chosen_backend.image_python(spec.image)

@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from deploybench import runfolder, sources
+from deploybench import runfolder, sources, staging
 from deploybench.catalog import load_tasks
 from deploybench.errors import DeployBenchError
 from deploybench.progress import status_line
@@ -70,7 +70,7 @@ def sync(tasks: str | None, source_mirror: Path | None) -> None:
     chosen = select(tasks)
     problems: list[str] = []
     with status_line(f"syncing sources of {len(chosen)} task(s)") as update:
-        records = sources.sync(chosen, source_mirror, on_step=update, problems=problems)
+        records = staging.sync(chosen, source_mirror, on_step=update, problems=problems)
     table = Table(
         "task", "repository", "commit", "submodules", "missing files", "staged", "paper", "from"
     )
@@ -172,7 +172,7 @@ def stage(
 
     task = select(task_id)[task_id]
     # Sources first: a missing commit or repository is one line, and no machine is made.
-    sources.ensure({task_id: task}, source_mirror)
+    staging.ensure({task_id: task}, source_mirror)
     chosen = get_backend(backend)
     chosen.sanity_check()
     stamp = datetime.now().strftime("%Y%m%dt%H%M%S")
