@@ -10,7 +10,7 @@ import sys
 import click
 
 from deploybench.errors import DeployBenchError
-from deploybench.signals import Stopped, as_interrupt
+from deploybench.run.signals import Stopped, as_interrupt
 
 # name -> "module:attribute"; each module holds thin click wrappers over plain functions.
 SUBCOMMANDS = {

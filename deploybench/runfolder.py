@@ -7,8 +7,8 @@
     runs/<run_id>/<task>/<agent>/<n>/      one attempt: the files named below
     runs/<run_id>/<task>/<agent>/<n>.infra-<try>/   a try that ended in an infrastructure error
 
-The runner, the playbook's side door (deploybench/sidedoor.py), the report and diagnose write
-and read these files through this module only (tests/test_seams.py fails when another module
+The runner, the playbook's side door (deploybench/attempt/sidedoor.py), the report and diagnose
+write and read these files through this module only (tests/test_seams.py fails when another module
 spells one), and a JSON-lines file whose last line was cut off by a crash mid-write is read the
 same way everywhere: without that line, and said so."""
 
@@ -44,7 +44,7 @@ TIMING = "timing.json"  # the attempt's wall time on the controller
 HARNESS_ERROR = "harness_error.txt"  # the traceback of a harness bug
 DIAGNOSIS = "diagnosis.json"  # `deploybench diagnose`
 DIAGNOSIS_PROMPT = "diagnosis_prompt.md"
-# What the playbook brings to and from the machine, through deploybench.sidedoor.
+# What the playbook brings to and from the machine, through deploybench.attempt.sidedoor.
 STAGING = "staging.json"  # what was staged: commit, missing files, the paper's fate
 STAGED_TARBALL = "staged.tar.gz"  # a demo task's artifact as a tree (catalog trees are cached)
 PAPERS_TARBALL = "papers.tar"  # the paper files that go beside the tree
@@ -56,7 +56,9 @@ VERIFIER_TARBALL = "verifier.tar.gz"
 VERIFIER_B64 = "verifier.tar.gz.b64"
 AGENT_FILES_B64 = "agent_files.b64"
 HANDOVER = "handover.json"  # how the agent ended, for the stages run from outside the machine
-DOORS_BEFORE = "doors_before.txt"  # the doors' digests before the agent (deploybench/doors.py)
+DOORS_BEFORE = (
+    "doors_before.txt"  # the doors' digests before the agent (deploybench/verify/doors.py)
+)
 DOOR_FINDINGS = "doors.txt"  # raw DOOR/STARTUP lines: what changed in them during the agent
 VOLUME_SCAN = "volume_scan.json"  # the snapshots of a cloud machine's volume and their scan
 # Folders of an attempt.

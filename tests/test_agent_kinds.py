@@ -1,10 +1,10 @@
-"""Agents own their kind (deploybench/agents.py, KINDS): what each kind asks of a run."""
+"""Agents own their kind (deploybench/attempt/agents.py, KINDS): what each kind asks of a run."""
 
 import pytest
 import yaml
 
-from deploybench import agents
-from deploybench.ansible import Unsafe
+from deploybench.attempt import agents
+from deploybench.attempt.ansible import Unsafe
 from deploybench.errors import DeployBenchError
 from tests.conftest import REPO, run_cli
 

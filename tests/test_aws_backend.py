@@ -18,9 +18,11 @@ import boto3
 import pytest
 import yaml
 
-from deploybench import contracts, harness_login, storage, terraform
-from deploybench.backends import MachineRequest, get_backend
-from deploybench.terraform import plugin_dir
+from deploybench import contracts
+from deploybench.backends import MachineRequest, get_backend, terraform
+from deploybench.backends.terraform import plugin_dir
+from deploybench.run import storage
+from deploybench.verify import harness_login
 from tests import moto_server
 from tests.conftest import DEPLOYBENCH, REPO, require, run_cli
 

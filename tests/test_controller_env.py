@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from deploybench import ansible
+from deploybench.attempt import ansible
 
 LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
 UNRELATED = "controllerSecret-not-for-playbooks-3141"

@@ -6,8 +6,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from deploybench import costs
 from deploybench.errors import DeployBenchError
+from deploybench.run import costs
 
 
 def test_price_table_names_source_and_date_of_every_price():

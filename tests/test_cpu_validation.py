@@ -13,9 +13,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from deploybench import catalog, checks, runfolder, toolkit, verification
+from deploybench import catalog, runfolder
+from deploybench.catalog import checks
 from deploybench.commands import run as run_cmd
 from deploybench.errors import DeployBenchError
+from deploybench.verify import toolkit, verification
 from tests.conftest import REPO
 from tests.verifier_states import copy_state, edit, failed, verdict
 

@@ -1,6 +1,6 @@
 """Agents that break the harness's way in to dodge a verdict. An infrastructure error is never
 counted against an agent, so an agent that cannot pass would like its attempt to end as one.
-Three ways of trying, played for real on local machines (deploybench/stage_failures.py):
+Three ways of trying, played for real on local machines (deploybench/attempt/stage_failures.py):
 
 - cutting its own session mid-run (killing the sshd processes of its user): the harness
   connects again, waits for the agent's run to end, and judges the machine as usual;

@@ -9,8 +9,10 @@ import sys
 import pytest
 import yaml
 
-from deploybench import catalog, staging, toolkit, verification
+from deploybench import catalog
+from deploybench.catalog import demo
 from deploybench.errors import DeployBenchError
+from deploybench.verify import toolkit, verification
 from tests.conftest import REPO
 
 DEMOS = sorted(t for t, d in catalog.load_tasks().items() if d.get("demo"))
@@ -25,11 +27,11 @@ def test_three_demo_tasks():
 @pytest.mark.parametrize("task_id", DEMOS)
 def test_commit_is_what_staging_produces(task_id, tmp_path):
     task = catalog.load_tasks()[task_id]
-    artifact = staging.demo_artifact_dir(task["repo"]["url"])
+    artifact = demo.demo_artifact_dir(task["repo"]["url"])
     assert artifact == REPO / "tasks" / task_id / "artifact"
-    commit = staging.make_demo_repo(artifact, tmp_path / "repo")
+    commit = demo.make_demo_repo(artifact, tmp_path / "repo")
     assert commit == task["repo"]["commit"]
-    assert staging.demo_repo_commit(artifact) == commit
+    assert demo.demo_repo_commit(artifact) == commit
     log = subprocess.run(
         ["git", "-C", tmp_path / "repo", "log", "--format=%an <%ae> %aI %cI"],
         capture_output=True,
@@ -51,22 +53,22 @@ def test_staging_refuses_a_non_empty_destination(tmp_path):
     (tmp_path / "dest").mkdir()
     (tmp_path / "dest" / "x").write_text("x")
     with pytest.raises(DeployBenchError, match="not empty"):
-        staging.make_demo_repo(REPO / "tasks" / "tinytrain_demo24" / "artifact", tmp_path / "dest")
+        demo.make_demo_repo(REPO / "tasks" / "tinytrain_demo24" / "artifact", tmp_path / "dest")
     with pytest.raises(DeployBenchError, match="not a demo repository url"):
-        staging.demo_artifact_dir("https://github.com/x/y")
+        demo.demo_artifact_dir("https://github.com/x/y")
 
 
 def test_staging_skips_build_leftovers(tmp_path):
     src = tmp_path / "art"
     shutil.copytree(REPO / "tasks" / "tinytrain_demo24" / "artifact", src)
-    clean = staging.demo_repo_commit(src)
+    clean = demo.demo_repo_commit(src)
     (src / "__pycache__").mkdir()
     (src / "__pycache__" / "train.cpython-311.pyc").write_bytes(b"\0")
     (src / "env").mkdir()
     (src / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    assert staging.demo_repo_commit(src) == clean
+    assert demo.demo_repo_commit(src) == clean
     (src / "train.py").write_text((src / "train.py").read_text() + "\n# changed\n")
-    assert staging.demo_repo_commit(src) != clean
+    assert demo.demo_repo_commit(src) != clean
 
 
 @pytest.mark.parametrize("task_id", DEMOS)
@@ -159,7 +161,7 @@ def _rpn(line):
 
 def stage(task_id, dest):
     task = catalog.load_tasks()[task_id]
-    staging.make_demo_repo(staging.demo_artifact_dir(task["repo"]["url"]), dest)
+    demo.make_demo_repo(demo.demo_artifact_dir(task["repo"]["url"]), dest)
     shutil.copy(REPO / "tasks" / task_id / "paper.md", dest / "paper.md")
     return dest
 

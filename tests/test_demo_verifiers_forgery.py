@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 import yaml
 
-from deploybench import checks, verification
+from deploybench.catalog import checks
 from deploybench.errors import DeployBenchError
+from deploybench.verify import verification
 from tests.conftest import REPO
 from tests.test_demo_tasks import stage, verify
 

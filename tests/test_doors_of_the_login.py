@@ -1,9 +1,9 @@
 """Machines the harness must log in to after the agent (cloud machines; here local machines with
 DEPLOYBENCH_LOCAL_POST_AGENT=machine, the same playbook path): the harness logs in as its own
-user (deploybench/harness_login.py) and compares the doors of that login with their digests from
-before the agent (deploybench/doors.py) before anything else runs. Played for real by agents
-with root that plant doors aimed at the harness's own user. A reference attempt in the same run
-still passes, and an agent that changes only start-up files an installation may change is
+user (deploybench/verify/harness_login.py) and compares the doors of that login with their digests
+from before the agent (deploybench/verify/doors.py) before anything else runs. Played for real by
+agents with root that plant doors aimed at the harness's own user. A reference attempt in the same
+run still passes, and an agent that changes only start-up files an installation may change is
 recorded, not judged."""
 
 import json
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deploybench import harness_login
+from deploybench.verify import harness_login
 from tests.conftest import machine_processes, run_cli, run_results
 
 pytestmark = [pytest.mark.slow, pytest.mark.privileged]

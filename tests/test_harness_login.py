@@ -1,6 +1,6 @@
-"""The harness's own login (deploybench/harness_login.py) as the real sshd of the image reads it:
-`sshd -T` with the drop-in the images and cloud-init install, for the harness's user and for the
-agent's. (tests/test_doors_of_the_login.py plays agents against a running sshd with it.)"""
+"""The harness's own login (deploybench/verify/harness_login.py) as the real sshd of the image
+reads it: `sshd -T` with the drop-in the images and cloud-init install, for the harness's user and
+for the agent's. (tests/test_doors_of_the_login.py plays agents against a running sshd with it.)"""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import subprocess
 import pytest
 import yaml
 
-from deploybench import harness_login
 from deploybench.local import images
+from deploybench.verify import harness_login
 from tests.conftest import require
 
 pytestmark = [pytest.mark.slow, pytest.mark.privileged]

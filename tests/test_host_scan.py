@@ -7,8 +7,8 @@ import os
 import stat
 from pathlib import Path
 
-from deploybench import integrity
 from deploybench.local import layers, machine, scan
+from deploybench.verify import integrity
 
 STATUS = """Package: bash
 Status: install ok installed

@@ -3,8 +3,9 @@ must not; categories, priorities, evidence, verdicts and the contract-3 mapping.
 
 import pytest
 
-from deploybench import contracts, verification
+from deploybench import contracts
 from deploybench.errors import DeployBenchError
+from deploybench.verify import verification
 
 RULES = verification.load_rules()
 

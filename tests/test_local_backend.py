@@ -171,8 +171,7 @@ def test_a_failed_provision_keeps_its_terraform_log_where_the_error_points(
     log the error names must outlive that folder."""
     import socket
 
-    from deploybench import deployments
-    from deploybench.backends import MachineRequest
+    from deploybench.backends import MachineRequest, deployments
     from deploybench.backends import local as local_backend
     from deploybench.errors import DeployBenchError
 

@@ -4,7 +4,7 @@ copies the controller's environment into artifacts/<id>/command), with a real pl
 
 from __future__ import annotations
 
-from deploybench import ansible
+from deploybench.attempt import ansible
 
 ACCESS_KEY = "AKIANOCREDTEST000001"
 SECRET_KEY = "noCredTestSecret/DoNotWrite+1"

@@ -34,7 +34,7 @@ import yaml
 
 from deploybench import trajectories
 from deploybench.analysis import recovery
-from deploybench.trajectories_openhands import INPUT_PREFIX
+from deploybench.trajectories.openhands import INPUT_PREFIX
 from tests.conftest import REPO, run_cli
 from tests.scripted_llm import (
     RUNBOOK,

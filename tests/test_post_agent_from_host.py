@@ -300,7 +300,7 @@ def test_the_harness_refuses_a_machine_whose_host_key_is_not_the_pinned_one(
     import shlex
     import subprocess
 
-    from deploybench import inventory
+    from deploybench.backends import inventory
 
     machines = json.loads(run_cli("provision", "--machines", "2", "--json").stdout)
     try:

@@ -6,7 +6,7 @@ import time
 from deploybench import contracts
 from deploybench.backends import local
 from deploybench.backends.base import MachineRequest
-from deploybench.runner import finished_line
+from deploybench.run.runner import finished_line
 
 
 def row(**fields):

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deploybench import catalog, sources, staging
-from deploybench.catalog import load_tasks
+from deploybench import catalog
+from deploybench.catalog import load_tasks, sources, staging
 from deploybench.errors import DeployBenchError
 from tests.conftest import REPO, run_cli
 

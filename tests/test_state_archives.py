@@ -1,6 +1,6 @@
 """The controller unpacks archives that came from the agent's machine (the state after the
 agent, the verifier's logs) as root. Each test here plays the attacker with a real crafted
-archive and checks that deploybench/archives.py refuses it, that nothing was written outside
+archive and checks that deploybench/verify/archives.py refuses it, that nothing was written outside
 the destination (a sentinel path outside it never appears), and that a refused state archive
 is a `tampered` verdict, never an exception. Then the stop stage's own collect_state.sh: its
 real archive unpacks, and git there runs nothing the agent's .git/config names."""
@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from deploybench import archives, evidence, runfolder, verification
-from deploybench.archives import ArchiveRefused
+from deploybench import runfolder
 from deploybench.errors import DeployBenchError
+from deploybench.verify import archives, evidence, verification
+from deploybench.verify.archives import ArchiveRefused
 from tests.conftest import REPO
 
 COLLECT = REPO / "roles/agent_stop/files/collect_state.sh"

@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from deploybench.signals import Stopped, as_interrupt
+from deploybench.run.signals import Stopped, as_interrupt
 
 
 @pytest.fixture

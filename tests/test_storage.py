@@ -9,8 +9,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from deploybench import storage
 from deploybench.errors import DeployBenchError
+from deploybench.run import storage
 from tests import moto_server
 from tests.conftest import run_cli
 

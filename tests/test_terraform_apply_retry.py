@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from deploybench import terraform
+from deploybench.backends import terraform
+from deploybench.backends.terraform import Deployment
 from deploybench.errors import InfraError
-from deploybench.terraform import Deployment
 
 ROOT = """
 variable "marker" {

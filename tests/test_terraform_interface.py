@@ -17,7 +17,7 @@ import pytest
 
 from deploybench import contracts
 from deploybench.backends import MachineRequest, get_backend
-from deploybench.terraform import plugin_dir
+from deploybench.backends.terraform import plugin_dir
 from tests.conftest import require
 
 REPO = Path(__file__).resolve().parent.parent

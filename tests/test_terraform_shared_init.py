@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from deploybench import terraform
-from deploybench.terraform import Deployment
+from deploybench.backends import terraform
+from deploybench.backends.terraform import Deployment
 
 ROOT = """
 variable "name" {

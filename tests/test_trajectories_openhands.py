@@ -7,7 +7,7 @@ from pathlib import Path
 
 from deploybench import trajectories
 from deploybench.analysis import recovery
-from deploybench.trajectories_openhands import INPUT_PREFIX
+from deploybench.trajectories.openhands import INPUT_PREFIX
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openhands"
 

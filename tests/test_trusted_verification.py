@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deploybench import checks, evidence, integrity, toolkit, verification
+from deploybench.catalog import checks
 from deploybench.errors import DeployBenchError
+from deploybench.verify import evidence, integrity, toolkit, verification
 from tests.conftest import run_cli
 
 TASK = "legacycalc_demo24"

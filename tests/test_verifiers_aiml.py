@@ -6,7 +6,7 @@ their reference roles."""
 import pytest
 import yaml
 
-from deploybench import checks
+from deploybench.catalog import checks
 from tests.conftest import REPO
 from tests.verifier_states import FAILING, STATES, copy_state, edit, failed, judged, verdict
 

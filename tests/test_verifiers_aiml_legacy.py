@@ -9,7 +9,8 @@ the reference roles' shape and syntax."""
 import pytest
 import yaml
 
-from deploybench import checks, verification
+from deploybench.catalog import checks
+from deploybench.verify import verification
 from tests.conftest import REPO
 from tests.verifier_states import (
     STATES,

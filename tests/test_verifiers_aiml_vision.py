@@ -11,7 +11,8 @@ experiment.sh under busybox here; the other shallow states are hand-made."""
 import pytest
 import yaml
 
-from deploybench import checks, verification
+from deploybench.catalog import checks
+from deploybench.verify import verification
 from tests.conftest import REPO
 from tests.verifier_states import (
     FAILING,

@@ -3,7 +3,8 @@ hyena_icml23/): the real CPU-validation run (`shallow`: trained for real, on the
 the real untouched machine, and a pass state made by hand from the CPU run plus GPU evidence
 (its README says so)."""
 
-from deploybench import checks, verification
+from deploybench.catalog import checks
+from deploybench.verify import verification
 from tests.verifier_states import STATES, failed, judged, verdict
 
 TASK = "hyena_icml23"

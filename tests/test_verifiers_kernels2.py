@@ -7,7 +7,8 @@ where it can run, and the shape of their reference roles."""
 import pytest
 import yaml
 
-from deploybench import checks, verification
+from deploybench.catalog import checks
+from deploybench.verify import verification
 from tests.conftest import REPO
 from tests.verifier_states import (
     FAILING,

@@ -7,7 +7,8 @@ import subprocess
 
 import yaml
 
-from deploybench import checks, toolkit, verification
+from deploybench.catalog import checks
+from deploybench.verify import toolkit, verification
 from tests.conftest import REPO
 from tests.verifier_states import (
     STATES,

@@ -10,7 +10,8 @@ import shutil
 import pytest
 import yaml
 
-from deploybench import checks, verification
+from deploybench.catalog import checks
+from deploybench.verify import verification
 from tests.conftest import REPO
 from tests.verifier_states import (
     FAILING,

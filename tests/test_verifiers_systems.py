@@ -5,7 +5,8 @@ with a README saying how it was made), and the shape of their reference roles.""
 import pytest
 import yaml
 
-from deploybench import checks, verification
+from deploybench.catalog import checks
+from deploybench.verify import verification
 from tests.conftest import REPO
 from tests.verifier_states import check_verifier_parts
 

@@ -7,7 +7,8 @@ import subprocess
 import pytest
 import yaml
 
-from deploybench import checks, verification
+from deploybench.catalog import checks
+from deploybench.verify import verification
 from tests.conftest import REPO
 from tests.verifier_states import check_verifier_parts
 

@@ -22,11 +22,12 @@ from pathlib import Path
 import boto3
 import pytest
 
-from deploybench import evidence, integrity, runfolder
+from deploybench import runfolder
 from deploybench.backends import MachineRequest, volume_scan
 from deploybench.backends.aws import AwsBackend
+from deploybench.backends.terraform import plugin_dir
 from deploybench.local import images
-from deploybench.terraform import plugin_dir
+from deploybench.verify import evidence, integrity
 from tests import moto_server
 from tests.conftest import require
 

@@ -5,7 +5,8 @@ editing copies of them into cheats, and running a task's machine side on this ho
 import shutil
 import subprocess
 
-from deploybench import checks, toolkit, verification
+from deploybench.catalog import checks
+from deploybench.verify import toolkit, verification
 from tests.conftest import REPO
 
 STATES = REPO / "tests" / "fixtures" / "verifier_states"

@@ -12,12 +12,12 @@ from typing import Any
 
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_fixed
 
-from deploybench import evidence, harness_login
 from deploybench.backends import volume_scan
 from deploybench.backends.base import MachineRequest
 from deploybench.backends.cloud import CloudBackend, interface_vars, live_runs, operator_cidr
 from deploybench.backends.cloud import owner as owner_of
 from deploybench.errors import DeployBenchError
+from deploybench.verify import evidence, harness_login
 
 # Instance types, overridable per controller; the defaults match the paper's machines.
 CPU_TYPE_ENV = "DEPLOYBENCH_AWS_CPU_TYPE"

@@ -17,10 +17,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deploybench import contracts, inventory
+from deploybench import contracts
+from deploybench.backends import inventory
+from deploybench.backends.terraform import Deployment
 from deploybench.errors import DeployBenchError
 from deploybench.paths import TERRAFORM_DIR
-from deploybench.terraform import Deployment
 
 
 @dataclass

@@ -14,11 +14,11 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from deploybench import harness_login
 from deploybench.backends.base import Backend, MachineRequest
+from deploybench.backends.terraform import Deployment, terraform_binary
 from deploybench.errors import DeployBenchError, InfraError
 from deploybench.paths import state_home
-from deploybench.terraform import Deployment, terraform_binary
+from deploybench.verify import harness_login
 
 OPERATOR_CIDR_ENV = "DEPLOYBENCH_OPERATOR_CIDR"
 OWNER_ENV = "DEPLOYBENCH_OWNER"
@@ -86,8 +86,8 @@ def ensure_ssh_key(folder: Path, comment: str) -> tuple[str, Path]:
 def interface_vars(request: MachineRequest, folder: Path, default_image: str) -> dict:
     """The shared module interface (terraform/INTERFACE.md) for a cloud backend: the run's own
     SSH key, the owner tag and the task split out of the tags; each backend adds its own. Also
-    the harness's own login (deploybench/harness_login.py): cloud-init makes its user with the
-    run's key outside every home and boots the machines with the deployment's host key, whose
+    the harness's own login (deploybench/verify/harness_login.py): cloud-init makes its user with
+    the run's key outside every home and boots the machines with the deployment's host key, whose
     known_hosts file is written here, before any connection."""
     public_key, private_key = ensure_ssh_key(folder, f"deploybench-{request.run_id}")
     host_private, host_public = harness_login.ensure_host_key(folder)

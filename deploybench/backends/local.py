@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from deploybench.backends.base import Backend, MachineRequest
+from deploybench.backends.terraform import terraform_binary
 from deploybench.errors import DeployBenchError
 from deploybench.local import images, machine
 from deploybench.paths import state_home
 from deploybench.progress import status_line
-from deploybench.terraform import terraform_binary
 
 # Parallel attempts of one run are threads: one of them shows the image build, the others wait
 # here and find the image built, so the user sees one build line, not one per worker.

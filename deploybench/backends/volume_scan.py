@@ -14,9 +14,9 @@ make from a host it does not have (docs/verification.md, `trust: scanned`).
    snapshot, mounts both read-only without replaying their journals, and runs the same scan the
    host makes of a local machine's layers (deploybench/local/scan.py, `scan_trees`), shipped to
    it as a zip of those two modules on SSH's stdin. Its lines are judged like the host's
-   (deploybench/integrity.py); a tampered volume fails the attempt whatever the stages through
-   the machine found. Volumes, snapshots and the scanner are removed, also on failure; all carry
-   the run's tags, so a sweep finds what a crash left.
+   (deploybench/verify/integrity.py); a tampered volume fails the attempt whatever the stages
+   through the machine found. Volumes, snapshots and the scanner are removed, also on failure; all
+   carry the run's tags, so a sweep finds what a crash left.
 
 The record of each step is the attempt's volume_scan.json. The AWS calls are exercised against
 moto (tests/test_volume_scan.py); the scan itself against real ext4 copies of a local image."""
@@ -33,8 +33,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from deploybench import harness_login, runfolder
+from deploybench import runfolder
 from deploybench.errors import InfraError
+from deploybench.verify import harness_login
 
 SCANNER_TYPE_ENV = "DEPLOYBENCH_AWS_SCANNER_TYPE"
 DEFAULT_SCANNER_TYPE = "t3.medium"

@@ -1,4 +1,4 @@
-"""sweep, upload, download: thin wrappers over the backends' sweep and deploybench.storage."""
+"""sweep, upload, download: thin wrappers over the backends' sweep and deploybench.run.storage."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from deploybench import storage
 from deploybench.backends import BACKENDS, get_backend
+from deploybench.run import storage
 
 
 @click.command()

@@ -8,8 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from deploybench import deployments, inventory
-from deploybench.backends import BACKENDS, MachineRequest, get_backend
+from deploybench.backends import BACKENDS, MachineRequest, deployments, get_backend, inventory
 from deploybench.local import images
 from deploybench.progress import status_line
 

@@ -11,13 +11,14 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from deploybench import catalog, runfolder, verification
-from deploybench.agents import AgentSpec, load_agent, platform_problems
+from deploybench import catalog, runfolder
+from deploybench.attempt.agents import AgentSpec, load_agent, platform_problems
 from deploybench.backends import get_backend
 from deploybench.catalog import load_tasks
 from deploybench.errors import DeployBenchError
 from deploybench.paths import TASKS_DIR, runs_dir
-from deploybench.runner import Runner, RunOptions, now
+from deploybench.run.runner import Runner, RunOptions, now
+from deploybench.verify import verification
 
 
 def _select_tasks(tasks_arg: str | None, demo: bool) -> dict[str, dict]:
@@ -169,7 +170,7 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
     agents = [AgentSpec(**a) for a in spec.agent_specs]
     cpu_only = bool(spec.cpu_only)
     _check_runnable(chosen, agents, cpu_only)
-    from deploybench import staging
+    from deploybench.catalog import staging
 
     # Sources before machines: a commit or repository that cannot be had is one line, no machine.
     staging.ensure(chosen, request.source_mirror)
@@ -181,7 +182,7 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
         raise DeployBenchError(problem)
     chosen_backend.check()
     if not request.resume:
-        from deploybench import costs
+        from deploybench.run import costs
 
         # A backend that bills nothing (local) asks nothing.
         costs.estimate_and_confirm(chosen_backend, chosen, agents, spec.attempts, request.yes)

@@ -1,4 +1,4 @@
-"""sources sync, sources list and stage: thin wrappers over deploybench.sources and the
+"""sources sync, sources list and stage: thin wrappers over deploybench.catalog.sources and the
 stage_task playbook."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from deploybench import runfolder, sources, staging
-from deploybench.catalog import load_tasks
+from deploybench import runfolder
+from deploybench.catalog import load_tasks, sources, staging
 from deploybench.errors import DeployBenchError
 from deploybench.progress import status_line
 
@@ -166,8 +166,8 @@ def stage(
     """Put one task's pinned tree and paper on a fresh machine, without an agent: the
     validate, prepare and stage part of the run pipeline (playbooks/stage_task.yml). Prints
     the time it took and what was staged; destroys the machine unless --keep."""
-    from deploybench import ansible, deployments, inventory
-    from deploybench.backends import MachineRequest, get_backend
+    from deploybench.attempt import ansible
+    from deploybench.backends import MachineRequest, deployments, get_backend, inventory
     from deploybench.paths import PLAYBOOKS_DIR, runs_dir
 
     task = select(task_id)[task_id]

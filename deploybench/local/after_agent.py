@@ -6,13 +6,13 @@ the machine through a door the agent owned (its sshd, login shell, PAM, sudo, py
    process of its PID namespace; nothing of the machine's runs for it.
 3. State: the agent's runbook, log and trajectory, dpkg's and Python's package lists are read
    from the layers on the host (deploybench/local/layers.py: no link followed, capped).
-4. Scan: deploybench/local/scan.py, on the layers, judged by deploybench/integrity.py.
+4. Scan: deploybench/local/scan.py, on the layers, judged by deploybench/verify/integrity.py.
 5. Experiment: in a fresh container over the same layers that the host starts itself (boot.sh's
    verify mode): nspawn's stub init as PID 1 (no sshd, no login), no network, no_new_privileges
    for every process, a clean environment, the controller's static busybox as the shell and
    the `timeout`. The verifier's folder is bound in from the host; its script and logs are
    root's alone there, and the experiment's programs run as the agent's user.
-6. Judgment on the controller (deploybench/evidence.py), with `trust: host` in the verdict.
+6. Judgment on the controller (deploybench/verify/evidence.py), with `trust: host` in the verdict.
 
 The experiment's own programs are the agent's (that environment is what is judged)."""
 
@@ -26,9 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from deploybench import evidence, integrity, runfolder, toolkit
+from deploybench import runfolder
 from deploybench.errors import InfraError
 from deploybench.local import images, layers, machine, scan
+from deploybench.verify import evidence, integrity, toolkit
 
 # Caps of the agent's files (as the stop stage on other backends: collect_state.sh).
 CAPS = {

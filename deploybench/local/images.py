@@ -22,9 +22,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from deploybench import harness_login
 from deploybench.errors import DeployBenchError
 from deploybench.paths import state_home
+from deploybench.verify import harness_login
 
 DEBIAN_MIRROR = os.environ.get("DEPLOYBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 SECURITY_MIRROR = os.environ.get(
@@ -65,8 +65,9 @@ BASE_PACKAGES = [
 
 
 def _harness_login() -> list[str]:
-    """The harness's own login user and its sshd and sudo settings (deploybench/harness_login.py),
-    as on a cloud machine; each machine gets its key in _prepare_upper."""
+    """The harness's own login user and its sshd and sudo settings
+    (deploybench/verify/harness_login.py), as on a cloud machine; each machine gets its key in
+    _prepare_upper."""
     made = [
         f'chroot "$1" useradd --system --create-home --home-dir {harness_login.HOME} '
         f"--shell /bin/sh --user-group {harness_login.USER}",

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import click
 
-from deploybench import harness_login
 from deploybench.errors import DeployBenchError, InfraError
 from deploybench.local import images, layers
+from deploybench.verify import harness_login
 
 BOOT_SCRIPT = Path(__file__).with_name("boot.sh")
 BEFORE_AGENT = "before_agent.json"

@@ -2,7 +2,7 @@
 container has ended: nothing of the machine runs, so nothing the agent planted (a wrapped
 busybox, a shell rc, a `.pth`, a preload) can answer for it or hide a line from it.
 
-It prints the raw lines deploybench/integrity.py judges. The reference for "changed" is the
+It prints the raw lines deploybench/verify/integrity.py judges. The reference for "changed" is the
 image the machine started from (the lower layer), which the machine could not write, not
 dpkg's checksum lists on the machine, which it could.
 

@@ -4,7 +4,7 @@
 import pytest
 
 from deploybench.analysis.recovery import Action, label_attempt, label_failure, load_rules
-from deploybench.trajectories_openhands import INPUT_PREFIX
+from deploybench.trajectories.openhands import INPUT_PREFIX
 
 
 def C(command, code=0, soft=False):

@@ -22,7 +22,7 @@ visudo -cf "$sudoers.new" >/dev/null
 mv "$sudoers.new" "$sudoers"
 install -d -m 0755 -o "$user" -g "$user" "$home/Desktop" "$control"
 # Cloud machines log in as another user (the harness's own, whose key sshd reads from a
-# root-owned file outside its home: deploybench/harness_login.py): let the login key reach the
+# root-owned file outside its home: deploybench/verify/harness_login.py): let the login key reach the
 # agent's user too.
 if [ "$login" != "$user" ]; then
   src=/etc/deploybench/authorized_keys/$login

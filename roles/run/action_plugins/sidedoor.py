@@ -1,5 +1,5 @@
-"""The playbook's knock on the package's side door (deploybench/sidedoor.py): `answer` runs here,
-in the Ansible worker that runs the task, on the controller. A `command` task would start a
+"""The playbook's knock on the package's side door (deploybench/attempt/sidedoor.py): `answer` runs
+here, in the Ansible worker that runs the task, on the controller. A `command` task would start a
 module wrapper and then a second interpreter that imports the package again, twice per attempt;
 this starts neither. The task's arguments are the verb and its mapping; the answer comes back
 as the result's `door` (begin) or `verdict` (finish, broken). A harness error fails the task
@@ -15,7 +15,7 @@ from pathlib import Path
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from deploybench import sidedoor
+from deploybench.attempt import sidedoor
 from deploybench.errors import DeployBenchError
 
 

@@ -1,7 +1,7 @@
 # Tamper scan of the machine the agent left, before the verifier runs. Run by the controller's
 # static busybox (`busybox sh`, whose applets run without a PATH lookup), never by the machine's
 # shell: `md5sum`, `awk`, `cat` below are busybox's own. It prints raw facts only; the judgment
-# is made on the controller (deploybench/integrity.py documents the lines).
+# is made on the controller (deploybench/verify/integrity.py documents the lines).
 #
 # Packages checked: the essential and required ones, and those the harness or the experiment
 # leans on (the shells, sudo, sshd, python3's interpreter and standard library). A file of theirs

@@ -85,7 +85,7 @@ resource "aws_instance" "machine" {
   vpc_security_group_ids      = [aws_security_group.ssh.id]
   subnet_id                   = var.subnet_id
   associate_public_ip_address = var.associate_public_ip
-  # The harness's own login user and the deployment's host key (deploybench/harness_login.py).
+  # The harness's own login user and the deployment's host key (deploybench/verify/harness_login.py).
   user_data = var.user_data
 
   root_block_device {

@@ -71,7 +71,7 @@ resource "google_compute_instance" "machine" {
 
   # Only the run's key may log in; project-wide keys are not honoured on these machines.
   # user-data: the harness's own login user and the deployment's host key, for cloud-init
-  # (deploybench/harness_login.py).
+  # (deploybench/verify/harness_login.py).
   metadata = merge({
     ssh-keys               = "ubuntu:${var.ssh_public_key}"
     block-project-ssh-keys = "TRUE"

@@ -170,7 +170,7 @@ variable "task_id" {
 }
 
 variable "user_data" {
-  description = "cloud-init user data (deploybench/harness_login.py): the harness's own login user and the deployment's host key. Null: the image's defaults."
+  description = "cloud-init user data (deploybench/verify/harness_login.py): the harness's own login user and the deployment's host key. Null: the image's defaults."
   type        = string
   default     = null
   sensitive   = true

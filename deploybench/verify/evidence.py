@@ -2,7 +2,7 @@
 verifier's logs, unpacked from what the playbook fetched, and the verdict judged from them
 (the machine's integrity from the tamper scan's raw lines, then Layers 1 and 2).
 
-Called through the playbook's side door (deploybench/sidedoor.py), so a playbook run by hand
+Called through the playbook's side door (deploybench/attempt/sidedoor.py), so a playbook run by hand
 leaves the same files as `deploybench run`."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from deploybench import archives, integrity, runfolder, verification
+from deploybench import runfolder
+from deploybench.verify import archives, integrity, verification
 
 # Exit codes of `timeout`: 124 when the budget ran out (GNU), 143 (busybox: SIGTERM), 137
 # when it had to SIGKILL.
@@ -176,8 +177,8 @@ def judge(
     ran: bool = True,
 ) -> dict:
     """verdict.json and verify.json of an attempt. `scan` and `probe` hold the raw lines of the
-    tamper scan and of the probe of the machine (deploybench/integrity.py); `ran` says whether
-    the experiment ran (it does not on a machine that failed its integrity judgment)."""
+    tamper scan and of the probe of the machine (deploybench/verify/integrity.py); `ran` says
+    whether the experiment ran (it does not on a machine that failed its integrity judgment)."""
     logs = attempt / runfolder.VERIFIER_DIR
     logs.mkdir(parents=True, exist_ok=True)
     unpack_error = None
@@ -194,7 +195,7 @@ def judge(
         refusals = _archive_refusals(attempt)
         if refusals:
             scan_text = (scan_text or "") + refusals
-    # What changed in the doors of the login during the agent (deploybench/doors.py).
+    # What changed in the doors of the login during the agent (deploybench/verify/doors.py).
     machine = integrity.judge(scan_text, _text(probe), _text(attempt / runfolder.DOOR_FINDINGS))
     for raw in (scan, probe, own_scan):
         if raw is not None and raw.is_file() and raw.parent != logs:

@@ -16,7 +16,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from deploybench import inventory, runfolder, sidedoor, trajectories
+from deploybench import runfolder, trajectories
+from deploybench.attempt import sidedoor
+from deploybench.backends import inventory
 
 # The agent's run is the one `timed` action of an attempt (roles/run/tasks/timed.yml).
 AGENT_RUN_ACTION = "timed"

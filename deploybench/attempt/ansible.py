@@ -102,7 +102,7 @@ def run_playbook(
         "ANSIBLE_ROLES_PATH": ":".join(str(p) for p in catalog.ROLES_PATH),
         "PATH": f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
         "ANSIBLE_NOCOLOR": "1",
-        # The playbook's controller-side helpers (python -m deploybench.sidedoor ...) are
+        # The playbook's controller-side helpers (python -m deploybench.attempt.sidedoor ...) are
         # this very package, wherever it was imported from.
         "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
     }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The doors' digests (deploybench/doors.py): usage doors.sh USER PATTERN...
+# The doors' digests (deploybench/verify/doors.py): usage doors.sh USER PATTERN...
 # One line per file a pattern matches: "<sha256 of its content> <path as hex>" ("link:<sha256
 # of its target>" for a link, "dir" or "other" for the rest), and "<sha256> <hex of 'passwd'>"
 # for USER's line of /etc/passwd. Paths travel as hex: a name the agent chose cannot start a

@@ -1,17 +1,12 @@
-"""Demo repositories: a git repository made from a task's artifact folder, with a commit id
-that is the same on every host.
-
-A demo task ships its artifact as plain files in `tasks/<id>/artifact/` (its task.yaml says
-`repo.url: demo:tasks/<id>/artifact`). Staging turns that folder into a one-commit repository with
-a fixed author, committer, dates and message, so `repo.commit` in task.yaml can pin it exactly
-like a catalog task pins a GitHub commit."""
+"""Staging: what goes into an attempt's workdir. A catalog task gets its pinned tree from the
+source cache (built once per commit, sources.py keeps it); a demo task gets its artifact as a
+one-commit repository (demo.py); the paper goes beside either."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
-import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -20,73 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from deploybench.catalog.demo import demo_artifact_dir, make_demo_repo
 from deploybench.errors import DeployBenchError
-from deploybench.paths import REPO_ROOT, TASKS_DIR
-
-DEMO_URL_PREFIX = "demo:"
-COMMIT_MESSAGE = "Artifact as published\n"
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "DeployBench",
-    "GIT_AUTHOR_EMAIL": "demo@deploybench.invalid",
-    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
-    "GIT_COMMITTER_NAME": "DeployBench",
-    "GIT_COMMITTER_EMAIL": "demo@deploybench.invalid",
-    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
-}
-# Build leftovers that are never part of an artifact, even if a developer ran it in place.
-_SKIP = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", "*.o", "env", "runs")
-
-
-def demo_artifact_dir(repo_url: str, root: Path = REPO_ROOT) -> Path:
-    """The artifact folder a `demo:` repo.url names (relative to the checkout)."""
-    if not repo_url.startswith(DEMO_URL_PREFIX):
-        raise DeployBenchError(f"not a demo repository url: {repo_url!r}")
-    return Path(root) / repo_url[len(DEMO_URL_PREFIX) :]
-
-
-def _git(dest: Path, *args: str) -> str:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(dest),
-        "LC_ALL": "C",
-        # No user or system configuration (hooks, signing, autocrlf) may change the commit.
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        **IDENTITY,
-    }
-    proc = subprocess.run(
-        ["git", "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", *args],
-        cwd=dest,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise DeployBenchError(f"git {args[0]} in {dest} failed: {proc.stderr.strip()}")
-    return proc.stdout.strip()
-
-
-def make_demo_repo(artifact_dir: Path | str, dest_dir: Path | str) -> str:
-    """Copy artifact_dir into dest_dir (which must not exist or be empty), make it a git
-    repository with one deterministic commit on branch main, and return the commit id."""
-    src, dest = Path(artifact_dir), Path(dest_dir)
-    if not src.is_dir():
-        raise DeployBenchError(f"demo artifact folder not found: {src}")
-    if dest.exists() and any(dest.iterdir()):
-        raise DeployBenchError(f"staging destination is not empty: {dest}")
-    dest.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(src, dest, ignore=_SKIP, dirs_exist_ok=True)
-    _git(dest, "init", "--quiet", "--initial-branch=main")
-    _git(dest, "add", "--all", "--force", ".")
-    _git(dest, "commit", "--quiet", "--no-verify", "-m", COMMIT_MESSAGE)
-    return _git(dest, "rev-parse", "HEAD")
-
-
-def demo_repo_commit(artifact_dir: Path | str) -> str:
-    """The commit id make_demo_repo produces for artifact_dir (made in a scratch folder)."""
-    with tempfile.TemporaryDirectory(prefix="deploybench-stage-") as tmp:
-        return make_demo_repo(artifact_dir, Path(tmp) / "repo")
+from deploybench.paths import TASKS_DIR
 
 
 # ---------- catalog tasks: the pinned tree from the source cache ----------
@@ -170,7 +101,7 @@ def shallow_checkout(
     is clean, `git rev-list --count HEAD` is 1. Files whose blob `source` lacks are left out,
     marked skip-worktree and the repository made a partial clone of `url`, so git neither
     reports them deleted nor takes the repository for a broken one."""
-    from deploybench import sources
+    from deploybench.catalog import sources
 
     gitdir.mkdir(parents=True, exist_ok=True)
     _run_git(None, "init", "--quiet", "--bare", str(gitdir))
@@ -246,7 +177,7 @@ def _submodule_names(gitdir: Path, commit: str) -> dict[str, str]:
 def staged_tree(task: dict, record: dict) -> dict:
     """The staged tarball of a catalog task (its pinned tree, pinned submodules, a one-commit
     shallow .git), built once per (task, commit) in the source cache and reused after."""
-    from deploybench import sources
+    from deploybench.catalog import sources
 
     repo = task["repo"]
     commit = repo["commit"]
@@ -323,7 +254,7 @@ def _paper(
 ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """The paper's record and the files to stage: the cached PDF, else the task's paper text.
     A demo task's paper is its text (paper.url demo:tasks/<id>/paper.md)."""
-    from deploybench import sources
+    from deploybench.catalog import sources
 
     pdf = sources.cache_root() / "papers" / f"{task_id}.pdf"
     if demo:
@@ -352,7 +283,8 @@ def plan_attempt(
     workdir (the pinned tree from the source cache, or a demo task's artifact) and which paper
     goes beside it. Records the plan, with every missing file and the paper's fate, in the
     attempt's staging.json; stops (one line) when a file the task needs is missing."""
-    from deploybench import runfolder, sources
+    from deploybench import runfolder
+    from deploybench.catalog import sources
 
     task_id = task["id"]
     attempt_dir.mkdir(parents=True, exist_ok=True)
@@ -418,13 +350,13 @@ def sync(
 ) -> dict[str, dict[str, Any]]:
     """The source cache (sources.sync) with each task's staged tree built beside it: the cache
     the attempts' staging copies from."""
-    from deploybench import sources
+    from deploybench.catalog import sources
 
     return sources.sync(tasks, mirror, on_step, problems, build_tree=staged_tree)
 
 
 def ensure(tasks: dict[str, dict[str, Any]], mirror: Path | None = None) -> None:
     """sources.ensure, with the staged trees built (see sync)."""
-    from deploybench import sources
+    from deploybench.catalog import sources
 
     sources.ensure(tasks, mirror, build_tree=staged_tree)

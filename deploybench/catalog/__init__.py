@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 
-from deploybench import yamlfile
+from deploybench.catalog import yamlfile
 from deploybench.errors import DeployBenchError
 from deploybench.paths import (
     REFERENCE_SETUPS,
@@ -158,7 +158,7 @@ def _problems_of(
             problems.append(f"{where}: verifier incomplete: {_display(part, root)} does not exist")
     if (verifier / "checks.yaml").is_file():
         # Refused before any machine is made, not when the agent has already run.
-        from deploybench import checks
+        from deploybench.catalog import checks
 
         try:
             checks.load(verifier / "checks.yaml")
@@ -170,13 +170,13 @@ def _problems_of(
 
 
 def _demo_problems(data: dict[str, Any], where: str, root: Path) -> list[str]:
-    from deploybench import staging  # git is needed only here
+    from deploybench.catalog import demo
 
     repo = data.get("repo") or {}
     url = repo.get("url", "") if isinstance(repo, dict) else ""
-    if not isinstance(url, str) or not url.startswith(staging.DEMO_URL_PREFIX):
+    if not isinstance(url, str) or not url.startswith(demo.DEMO_URL_PREFIX):
         return [f"{where}: field repo/url: a demo task's repository must be demo:tasks/<id>/..."]
-    artifact = staging.demo_artifact_dir(url, root)
+    artifact = demo.demo_artifact_dir(url, root)
     if not artifact.is_dir():
         return [f"{where}: field repo/url: artifact folder {artifact} does not exist"]
     problems = []
@@ -184,11 +184,11 @@ def _demo_problems(data: dict[str, Any], where: str, root: Path) -> list[str]:
     paper_url = paper.get("url", "") if isinstance(paper, dict) else ""
     if (
         isinstance(paper_url, str)
-        and paper_url.startswith(staging.DEMO_URL_PREFIX)
-        and not staging.demo_artifact_dir(paper_url, root).is_file()
+        and paper_url.startswith(demo.DEMO_URL_PREFIX)
+        and not demo.demo_artifact_dir(paper_url, root).is_file()
     ):
         problems.append(f"{where}: field paper/url: {paper_url} does not exist")
-    commit = staging.demo_repo_commit(artifact)
+    commit = demo.demo_repo_commit(artifact)
     if repo.get("commit") != commit:
         problems.append(
             f"{where}: field repo/commit: {repo.get('commit')!r} is not the commit the artifact "

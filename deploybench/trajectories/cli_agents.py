@@ -35,7 +35,8 @@ import json
 import re
 from typing import Any
 
-from deploybench.trajectories import OUTPUT_LIMIT, _event
+from deploybench.trajectories.events import OUTPUT_LIMIT
+from deploybench.trajectories.events import event as make_event
 
 
 def _text(value: Any) -> str:
@@ -64,7 +65,7 @@ def from_codex(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if itype == "command_execution":
                 code = item.get("exit_code")
                 events.append(
-                    _event(
+                    make_event(
                         step,
                         0,
                         "command",
@@ -77,37 +78,37 @@ def from_codex(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             elif itype == "file_change":
                 for change in item.get("changes") or [{}]:
                     events.append(
-                        _event(
+                        make_event(
                             step, 0, "file_edit", path=change.get("path"), output=change.get("kind")
                         )
                     )
             elif itype == "reasoning":
-                events.append(_event(step, 0, "think", output=_text(item.get("text"))))
+                events.append(make_event(step, 0, "think", output=_text(item.get("text"))))
             elif itype == "agent_message":
                 last_message = _text(item.get("text"))
-                events.append(_event(step, 0, "message", output=last_message))
+                events.append(make_event(step, 0, "message", output=last_message))
             elif itype == "todo_list":
                 todo = "; ".join(
                     f"[{'x' if x.get('completed') else ' '}] {x.get('text')}"
                     for x in item.get("items") or []
                     if isinstance(x, dict)
                 )
-                events.append(_event(step, 0, "task_tracker", output=todo))
+                events.append(make_event(step, 0, "task_tracker", output=todo))
             elif itype == "error":
-                events.append(_event(step, 0, "error", output=_text(item.get("message"))))
+                events.append(make_event(step, 0, "error", output=_text(item.get("message"))))
             else:
                 detail = item.get("tool") or item.get("query") or ""
-                events.append(_event(step, 0, "message", output=f"{itype}: {detail}".strip()))
+                events.append(make_event(step, 0, "message", output=f"{itype}: {detail}".strip()))
         elif kind == "turn.completed":
             usage = row.get("usage") or {}
-            finish = _event(max(step, 1), 0, "finish", output=last_message)
+            finish = make_event(max(step, 1), 0, "finish", output=last_message)
             events.append(finish)
             target = events[-1] if len(events) > turn_start else finish
             target["tokens_in"] = usage.get("input_tokens")
             target["tokens_out"] = usage.get("output_tokens")
         elif kind in ("turn.failed", "error"):
             error = row.get("error") if isinstance(row.get("error"), dict) else row
-            events.append(_event(max(step, 1), 0, "error", output=_text(error.get("message"))))
+            events.append(make_event(max(step, 1), 0, "error", output=_text(error.get("message"))))
     return _clean(events)
 
 
@@ -152,27 +153,31 @@ def from_claude_code(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     continue
                 btype = block.get("type")
                 if btype == "text" and block.get("text", "").strip():
-                    made.append(_event(steps[mid], 0, "message", output=block["text"]))
+                    made.append(make_event(steps[mid], 0, "message", output=block["text"]))
                 elif btype == "thinking":
-                    made.append(_event(steps[mid], 0, "think", output=block.get("thinking", "")))
+                    made.append(
+                        make_event(steps[mid], 0, "think", output=block.get("thinking", ""))
+                    )
                 elif btype == "tool_use":
                     name, args = block.get("name"), block.get("input") or {}
                     if name == "Bash":
-                        ev = _event(steps[mid], 0, "command", command=args.get("command"))
+                        ev = make_event(steps[mid], 0, "command", command=args.get("command"))
                     elif name == "Read":
-                        ev = _event(steps[mid], 0, "file_read", path=args.get("file_path"))
+                        ev = make_event(steps[mid], 0, "file_read", path=args.get("file_path"))
                     elif name in CLAUDE_EDIT_TOOLS:
                         path = args.get("file_path") or args.get("notebook_path")
-                        ev = _event(steps[mid], 0, "file_edit", path=path)
+                        ev = make_event(steps[mid], 0, "file_edit", path=path)
                     elif name == "TodoWrite":
                         todo = "; ".join(
                             f"[{x.get('status')}] {x.get('content')}"
                             for x in args.get("todos") or []
                             if isinstance(x, dict)
                         )
-                        ev = _event(steps[mid], 0, "task_tracker", output=todo)
+                        ev = make_event(steps[mid], 0, "task_tracker", output=todo)
                     else:
-                        ev = _event(steps[mid], 0, "message", output=f"{name}: {json.dumps(args)}")
+                        ev = make_event(
+                            steps[mid], 0, "message", output=f"{name}: {json.dumps(args)}"
+                        )
                     made.append(ev)
                     if block.get("id"):
                         by_tool[block["id"]] = ev
@@ -212,11 +217,11 @@ def from_claude_code(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind == "result":
             subtype = row.get("subtype")
             if subtype == "success":
-                ev = _event(max(step, 1), 0, "finish", output=_text(row.get("result")))
+                ev = make_event(max(step, 1), 0, "finish", output=_text(row.get("result")))
             elif subtype == "error_max_turns":
-                ev = _event(max(step, 1), 0, "message", output="exit: error_max_turns")
+                ev = make_event(max(step, 1), 0, "message", output="exit: error_max_turns")
             else:
-                ev = _event(max(step, 1), 0, "error", output=f"exit: {subtype}")
+                ev = make_event(max(step, 1), 0, "error", output=f"exit: {subtype}")
             if isinstance(row.get("total_cost_usd"), (int, float)):
                 ev["cost_usd"] = row["total_cost_usd"]
             _remainder_of_usage(ev, row.get("usage"), events)

@@ -6,7 +6,7 @@ stage after the agent runs.
 A changed door (sshd's configuration or system rc, PAM, sudo's settings, the environment PAM
 reads, the loader's preload, name service switch, the harness's own user and files) means the
 stages after the agent would run through something the agent set up: the attempt is judged
-`tampered` at once (DOOR lines, deploybench/integrity.py) and no further stage runs. Other
+`tampered` at once (DOOR lines, deploybench/verify/integrity.py) and no further stage runs. Other
 start-up files the agent may change for good reasons (shell rc and profile files, the loader's
 library paths, Python's `.pth` files, git settings) are recorded (STARTUP lines), not judged.
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import fnmatch
 from pathlib import Path
 
-from deploybench import harness_login
+from deploybench.verify import harness_login
 
 # Judged: a login as the harness's user and its sudo read or run these.
 DOORS = (
@@ -115,7 +115,7 @@ def _judged(path: str) -> bool:
 
 
 def compare(before: str, after: str) -> list[str]:
-    """The raw lines (deploybench/integrity.py) of what changed between the two listings:
+    """The raw lines (deploybench/verify/integrity.py) of what changed between the two listings:
     DOOR for the judged doors, STARTUP for the rest."""
     then, now = parse(before), parse(after)
     lines = []

@@ -23,11 +23,12 @@ probe of the machine the agent left (roles/verify_hidden/tasks/machine_check.yml
                                     a changed file of the doors a login of the harness passes
                                     (sshd, PAM, sudo, /etc/environment, the harness's own
                                     user): digests before and after the agent, for stages that
-                                    log in after it (deploybench/doors.py)
+                                    log in after it (deploybench/verify/doors.py)
   ARCHIVE <what> refused: <why>     an archive from the machine the controller refused to
-                                    unpack (deploybench/archives.py: a link, a name that escapes
-                                    or that collect_state.sh never writes, a bomb); written by
-                                    deploybench/evidence.py on the controller, not by the scan
+                                    unpack (deploybench/verify/archives.py: a link, a name that
+                                    escapes or that collect_state.sh never writes, a bomb); written
+                                    by deploybench/verify/evidence.py on the controller, not by the
+                                    scan
 
 STARTUP and SETUID lines are recorded, never judged (in the verdict's `machine.recorded`): the
 host's scan of a local machine, whose verifier enters through none of those ways and runs with

@@ -15,8 +15,9 @@ from typing import Any
 
 import jsonschema
 
-from deploybench import runfolder, trajectories, yamlfile
-from deploybench.ansible import Unsafe
+from deploybench import runfolder, trajectories
+from deploybench.attempt.ansible import Unsafe
+from deploybench.catalog import yamlfile
 from deploybench.errors import DeployBenchError
 from deploybench.paths import REPO_ROOT
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from deploybench.trajectories import OUTPUT_LIMIT, _event
+from deploybench.trajectories.events import OUTPUT_LIMIT
+from deploybench.trajectories.events import event as make_event
 
 MAX_ITERATION_MARK = "reached maximum iteration"
 # What OpenHands' shell appends when it stops waiting for a command that is still running
@@ -114,31 +115,31 @@ def from_openhands(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             made: list[dict[str, Any]] = []
             thought = args.get("thought")
             if isinstance(thought, str) and thought.strip() and action != "think":
-                made.append(_event(max(step, 1), t, "think", output=thought))
+                made.append(make_event(max(step, 1), t, "think", output=thought))
             if action == "run":
-                ev = _event(max(step, 1), t, "command", command=args.get("command"))
+                ev = make_event(max(step, 1), t, "command", command=args.get("command"))
                 if args.get("is_input"):
                     ev["command"] = f"{INPUT_PREFIX}{args.get('command')}"
             elif action == "read":
-                ev = _event(max(step, 1), t, "file_read", path=args.get("path"))
+                ev = make_event(max(step, 1), t, "file_read", path=args.get("path"))
             elif action in ("edit", "write"):
-                ev = _event(max(step, 1), t, "file_edit", path=args.get("path"))
+                ev = make_event(max(step, 1), t, "file_edit", path=args.get("path"))
             elif action == "think":
-                ev = _event(max(step, 1), t, "think", output=args.get("thought") or "")
+                ev = make_event(max(step, 1), t, "think", output=args.get("thought") or "")
             elif action == "task_tracking":
                 tasks = args.get("task_list") or []
                 summary = "; ".join(
                     f"[{x.get('status')}] {x.get('title')}" for x in tasks if isinstance(x, dict)
                 )
-                ev = _event(
+                ev = make_event(
                     max(step, 1), t, "task_tracker", output=f"{args.get('command')}: {summary}"
                 )
             elif action == "finish":
-                ev = _event(max(step, 1), t, "finish", output=args.get("final_thought") or "")
+                ev = make_event(max(step, 1), t, "finish", output=args.get("final_thought") or "")
             elif action == "message":
-                ev = _event(max(step, 1), t, "message", output=args.get("content") or "")
+                ev = make_event(max(step, 1), t, "message", output=args.get("content") or "")
             else:
-                ev = _event(
+                ev = make_event(
                     max(step, 1), t, "message", output=f"{action}: {row.get('message') or ''}"
                 )
             made.append(ev)
@@ -163,11 +164,11 @@ def from_openhands(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 cause["output"] = content[-OUTPUT_LIMIT:]
             elif observation == "error":
                 kind = "message" if MAX_ITERATION_MARK in content else "error"
-                events.append(_event(max(step, 1), t, kind, output=content))
+                events.append(make_event(max(step, 1), t, kind, output=content))
             elif observation == "agent_state_changed" and extras.get("agent_state") == "error":
                 reason = extras.get("reason") or ""
                 if MAX_ITERATION_MARK in reason and not any(
                     MAX_ITERATION_MARK in (e.get("output") or "") for e in events
                 ):
-                    events.append(_event(max(step, 1), t, "message", output=reason))
+                    events.append(make_event(max(step, 1), t, "message", output=reason))
     return [{k: v for k, v in e.items() if v is not None} for e in events]

@@ -2,7 +2,7 @@
 on the controller, and the results row's outcome read back from what that door wrote. The
 playbook knocks with the `sidedoor` action (roles/run/action_plugins/sidedoor.py), which calls
 `answer` in Ansible's own worker process, so no interpreter is started for it; a person at a
-shell knocks with `python -m deploybench.sidedoor VERB ...`, which calls the same `answer`.
+shell knocks with `python -m deploybench.attempt.sidedoor VERB ...`, which calls the same `answer`.
 
     begin     load and validate the task (once per attempt), plan the staging, find the trusted
               busybox and write the verifier's machine side; print all of it as one JSON
@@ -73,7 +73,8 @@ def begin(
     root: Path = REPO_ROOT,
 ) -> dict[str, Any]:
     """Everything the playbook needs from the controller before it touches the machine."""
-    from deploybench import agents, staging
+    from deploybench.attempt import agents
+    from deploybench.catalog import staging
 
     kind = agents.role_kind(agent)
     task = catalog.load_task(task_id, tasks_dir)
@@ -95,14 +96,14 @@ def begin(
         "files": paths,
     }
     if not stage_only:
-        from deploybench import toolkit, verification
+        from deploybench.verify import toolkit, verification
 
         verification.load_checks(task_id)  # a task whose checks do not validate is not run
         script = Path(paths["machine_script"])
         # CPU_ONLY=1 only in the CPU validation of a GPU task (deploybench ... --cpu-only).
         script.write_text(verification.machine_script(task_id, cpu_only=cpu_only))
         script.chmod(0o600)
-        from deploybench import doors as door_digests
+        from deploybench.verify import doors as door_digests
 
         door["busybox"] = str(toolkit.busybox())
         door["doors_command"] = door_digests.command()
@@ -136,7 +137,7 @@ def finish(
 ) -> dict[str, Any]:
     """stop.json, then verdict.json and verify.json, from what the stop and verify stages
     brought back; the machine-side script is deleted, judged or not."""
-    from deploybench import evidence
+    from deploybench.verify import evidence
 
     evidence.unpack_state(attempt, agent_rc, agent_seconds, killed)
     paths = files(attempt)
@@ -180,8 +181,8 @@ def doors(attempt: Path, stage: str, listing: str, backend: str, host: str) -> d
     doors.py). Before the agent: kept, and the backend notes what it compares against. After
     it: compared, the findings kept for the judgment; `judged` when a door changed (the
     attempt is then judged tampered at once, and nothing more runs on the machine)."""
-    from deploybench import doors as door_digests
     from deploybench.backends import get_backend
+    from deploybench.verify import doors as door_digests
 
     if stage == "before":
         (attempt / runfolder.DOORS_BEFORE).write_text(listing)
@@ -216,7 +217,7 @@ def _tidy(paths: dict[str, str]) -> None:
 def broken(attempt: Path, agent_rc: int, agent_seconds: float) -> dict[str, Any]:
     """A machine the agent broke: keep what it wrote, record how it stopped, and judge it
     machine_broken from the probe's raw lines; the experiment is not run."""
-    from deploybench import evidence
+    from deploybench.verify import evidence
 
     evidence.keep_agent_files(attempt)
     evidence.unpack_state(attempt, agent_rc, agent_seconds, 0)
@@ -240,7 +241,8 @@ def broken_by_agent(
 def outcome(attempt: Path, max_steps: int | None) -> dict[str, Any]:
     """The outcome fields of an attempt's results.jsonl row (contract 3), from the files the
     door wrote and the trajectory: how the agent stopped, what it claimed, the verdict."""
-    from deploybench import trajectories, verification
+    from deploybench import trajectories
+    from deploybench.verify import verification
 
     stop = runfolder.read_stop(attempt)
     verdict = runfolder.read_verdict(attempt)

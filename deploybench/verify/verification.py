@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from deploybench import catalog, contracts, runfolder
-from deploybench import checks as checks_mod
+from deploybench.catalog import checks as checks_mod
 from deploybench.errors import DeployBenchError
 from deploybench.paths import VERIFIERS_DIR
 
@@ -157,7 +157,7 @@ def build_verdict(
 ) -> dict[str, Any]:
     """contract 4. Layer 2 passes only with at least one check and every check passed; no
     checks (the experiment was not run) is a Layer 2 failure. `machine` is the integrity
-    judgment (deploybench.integrity.judge); a machine that failed it fails the attempt."""
+    judgment (deploybench.verify.integrity.judge); a machine that failed it fails the attempt."""
     if checks is None:
         checks = [
             {

@@ -14,17 +14,8 @@ from typing import Any
 
 from deploybench import contracts, runfolder
 from deploybench.errors import DeployBenchError
-
-OUTPUT_LIMIT = 4000
-
-
-def _event(step: int, t: float, kind: str, **fields: Any) -> dict[str, Any]:
-    event = {"step": step, "t": round(float(t), 3), "kind": kind}
-    event.update({k: v for k, v in fields.items() if v is not None})
-    if isinstance(event.get("output"), str):
-        event["output"] = event["output"][-OUTPUT_LIMIT:]
-    return event
-
+from deploybench.trajectories.events import OUTPUT_LIMIT
+from deploybench.trajectories.events import event as make_event
 
 ERRORS_FILE = runfolder.TRAJECTORY_ERRORS
 MAX_SHOWN = 10
@@ -156,20 +147,20 @@ def from_mini_swe_agent(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             step += 1
             made: list[dict[str, Any]] = []
             if text_of(message).strip():
-                made.append(_event(step, t, "think", output=text_of(message)))
+                made.append(make_event(step, t, "think", output=text_of(message)))
             for action in extra.get("actions") or []:
-                ev = _event(step, t, "command", command=action.get("command"))
+                ev = make_event(step, t, "command", command=action.get("command"))
                 made.append(ev)
                 pending.append(ev)
                 if action.get("tool_call_id"):
                     by_call[action["tool_call_id"]] = ev
             if not made:
-                made.append(_event(step, t, "message", output=""))
+                made.append(make_event(step, t, "message", output=""))
             charge(made[0], extra)
             events.extend(made)
         elif role == "user" and extra.get("interrupt_type") == "FormatError":
             step += 1
-            ev = _event(step, t, "error", output=text_of(message))
+            ev = make_event(step, t, "error", output=text_of(message))
             charge(ev, extra)
             events.append(ev)
         elif role == "tool" or (role == "user" and "returncode" in extra):
@@ -194,7 +185,7 @@ def from_mini_swe_agent(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 )
                 if submit:
                     events.remove(last)
-                finish = _event(max(step, 1), t, "finish", output=extra.get("submission") or "")
+                finish = make_event(max(step, 1), t, "finish", output=extra.get("submission") or "")
                 if submit:
                     finish.update(
                         {k: last[k] for k in ("tokens_in", "tokens_out", "cost_usd") if k in last}
@@ -204,7 +195,7 @@ def from_mini_swe_agent(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 kind = "message" if status in ("LimitsExceeded", "TimeExceeded") else "error"
                 detail = extra.get("exception_str") or ""
                 events.append(
-                    _event(
+                    make_event(
                         step, t, kind, output=f"exit: {status}" + (f": {detail}" if detail else "")
                     )
                 )
@@ -212,15 +203,15 @@ def from_mini_swe_agent(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def from_openhands(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """OpenHands' saved trajectory: see deploybench/trajectories_openhands.py."""
-    from deploybench.trajectories_openhands import from_openhands as convert_openhands
+    """OpenHands' saved trajectory: see deploybench/trajectories/openhands.py."""
+    from deploybench.trajectories.openhands import from_openhands as convert_openhands
 
     return convert_openhands(rows)
 
 
 def _cli_agents() -> Any:
-    """Codex and Claude Code: see deploybench/trajectories_cli_agents.py."""
-    from deploybench import trajectories_cli_agents
+    """Codex and Claude Code: see deploybench/trajectories/cli_agents.py."""
+    from deploybench.trajectories import cli_agents as trajectories_cli_agents
 
     return trajectories_cli_agents
 
@@ -282,7 +273,7 @@ def from_ansible_events(events: list[dict[str, Any]], role: str) -> list[dict]:
             command = f"# ansible {data.get('task_action', '?')}: {data.get('task', '')}"
         failed = event["event"] == "runner_on_failed"
         out.append(
-            _event(
+            make_event(
                 len(out) + 1,
                 since(event),
                 "command",
@@ -293,7 +284,7 @@ def from_ansible_events(events: list[dict[str, Any]], role: str) -> list[dict]:
             )
         )
     end = max((since(e) for e in mine), default=0.0)
-    out.append(_event(len(out) + 1, end, "finish", output="reference setup applied"))
+    out.append(make_event(len(out) + 1, end, "finish", output="reference setup applied"))
     return out
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from jinja2 import Environment, StrictUndefined
 
-from deploybench import harness_login
+from deploybench.verify import harness_login
 
 _INI = Environment(undefined=StrictUndefined, keep_trailing_newline=True).from_string(
     """# Rendered by deploybench from the Terraform `machines` output; do not edit.

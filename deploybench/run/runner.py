@@ -25,21 +25,14 @@ from urllib.parse import urlsplit
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from deploybench import (
-    ansible,
-    contracts,
-    deployments,
-    inventory,
-    runfolder,
-    sidedoor,
-    stage_failures,
-    verification,
-)
-from deploybench.agents import AgentSpec
-from deploybench.backends import Backend, MachineRequest, get_backend
+from deploybench import contracts, runfolder
+from deploybench.attempt import ansible, sidedoor, stage_failures
+from deploybench.attempt.agents import AgentSpec
+from deploybench.backends import Backend, MachineRequest, deployments, get_backend, inventory
 from deploybench.errors import DeployBenchError, InfraError
 from deploybench.paths import PLAYBOOKS_DIR
 from deploybench.runfolder import ResultsStore
+from deploybench.verify import verification
 
 
 def now() -> str:
@@ -273,7 +266,7 @@ class Runner:
 
     def _upload(self, folder: Path) -> None:
         """Upload one attempt; a failed upload is logged, never fatal (`upload` can resume it)."""
-        from deploybench import storage
+        from deploybench.run import storage
 
         try:
             storage.upload_attempt(folder, self.o.upload)
