@@ -16,7 +16,7 @@ SHELL    := /bin/bash
 # line, and pip's exit code (pipefail), is kept.
 PIP_NOISE := is ignored: it is neither a file nor a directory
 
-.PHONY: install test lint demo provision destroy machines bench validate-references report clean
+.PHONY: install test check lint demo provision destroy machines bench validate-references report clean
 
 $(VENV)/.installed: pyproject.toml .ci/apt-packages.txt
 	scripts/install_host_deps.sh
@@ -29,6 +29,10 @@ install: $(VENV)/.installed
 
 test: install
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The edit loop: every test not marked slow (no machine is made), in a few minutes.
+check: install
+	$(VENV)/bin/pytest -m "not slow" -q $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
