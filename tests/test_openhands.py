@@ -6,9 +6,7 @@ reaches the server. The install (uv, openhands-ai and its ~350 packages from PyP
 the budget starts.
 
 The same `deploybench run` also runs three scenario attempts beside the solving one, each
-against its own scripted server; each attempt has the budget its scenario needs (the spec's
-`agent_seconds`: the task's 10 minutes for those that stop on their own, TIMEOUT_BUDGET for the
-one that must be killed by it, so the run does not wait out a long budget):
+against its own scripted server, all under one run-wide budget (`--agent-seconds`, BUDGET):
 - `openhands-overclaim`: a command that outlives OpenHands' wait for output (a soft timeout,
   exit code -1), an empty input to it and Ctrl-C (both sent as input to the running command),
   an import-only check, a SUCCESS runbook and finish: a failed self-stop that claims SUCCESS
@@ -52,9 +50,9 @@ TASK = "legacycalc_demo24"
 WORKDIR = f"/home/vm/Desktop/{TASK}"
 SPEC = REPO / "agents" / "openhands.yaml"
 CANARY = "sk-canary-openhands-deploybench-5c21e9"
-# The timeout attempt's budget: OpenHands starts (34 to 69 s from launch to its first call at
-# load 3 to 5), sends its commands and blocks; the budget then kills it.
-TIMEOUT_BUDGET = 180
+# The run's agent budget: enough for the solving attempt at a high load (its commands took
+# about 50 s at load 2 to 6), and the time the timeout attempt waits before it is killed.
+BUDGET = 420
 # Sleeps of lengths nothing else on a machine uses, found by number in any process list.
 SOFT_SLEEP = "sleep 301"
 BLOCKING_SLEEP = "sleep 4447"
@@ -154,7 +152,6 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
         base = yaml.safe_load(SPEC.read_text())["openhands"]
         config = tmp_path / "agents.yaml"
         steps = {"openhands-steps": 3}
-        budgets = {"openhands-timeout": {"agent_seconds": TIMEOUT_BUDGET}}
         config.write_text(
             yaml.safe_dump(
                 {
@@ -163,7 +160,6 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
                         "model": "scripted",
                         "base_url": servers[name].base_url,
                         "max_steps": steps.get(name, 20),
-                        **budgets.get(name, {}),
                     }
                     for name in names
                 }
@@ -174,7 +170,7 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
             run_cli(
                 "run", "--agent", ",".join(names), "--agent-config", config,
                 "--image", "debian13", "--tasks", TASK, "--run-id", "oh", "--parallel", "4",
-                env={"OPENAI_API_KEY": CANARY}, timeout=2700,
+                "--agent-seconds", str(BUDGET), env={"OPENAI_API_KEY": CANARY}, timeout=2700,
             )  # fmt: skip
         print(f"four attempts at once: {time.monotonic() - started:.1f} s")
     rows = {
@@ -259,7 +255,7 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
     assert row["status"] == "completed", row
     assert row["stop_type"] == "timeout" and not row["passed"], row
     assert len(waiting.requests) == len(blocking)
-    assert TIMEOUT_BUDGET - 1 <= row["agent_seconds"] < TIMEOUT_BUDGET + 30, row
+    assert row["agent_seconds"] >= BUDGET - 1, row
     assert (attempt / "verdict.json").is_file()
     text = (attempt / "verifier/processes_before_verify.txt").read_text()
     left = [x for x in text.splitlines() if "openhands" in x or BLOCKING_SLEEP in x]
