@@ -61,6 +61,7 @@ DOORS_BEFORE = (
 )
 DOOR_FINDINGS = "doors.txt"  # raw DOOR/STARTUP lines: what changed in them during the agent
 VOLUME_SCAN = "volume_scan.json"  # the snapshots of a cloud machine's volume and their scan
+SCAFFOLD = "scaffold.json"  # how the agent's scaffold reached the machine: built or from cache
 # Folders of an attempt.
 STATE_DIR = "state"  # the agent's machine after it stopped
 CHANGED_FILES = "changed_files.txt"  # in STATE_DIR: what the agent changed (local backend)
@@ -103,6 +104,7 @@ ATTEMPT_FILES = (
     DOORS_BEFORE,
     DOOR_FINDINGS,
     VOLUME_SCAN,
+    SCAFFOLD,
 )
 
 

@@ -38,7 +38,12 @@ WORKDIR = f"/home/vm/Desktop/{TASK}"
 CANARY = "sk-canary-cli-agents-deploybench-91d0b4"
 RUNBOOK_PATH = f"{WORKDIR.lstrip('/')}/RUNBOOK.MD"
 # Paths an upper layer is looked up for, relative to the machine's root.
-PROBES = (RUNBOOK_PATH, "opt/openhands/bin/python", "usr/local/bin/codex", "usr/local/bin/claude")
+PROBES = (
+    RUNBOOK_PATH,
+    "opt/deploybench-agent/openhands/venv/bin/python",
+    "opt/deploybench-agent/codex/npm/bin/codex",
+    "opt/deploybench-agent/claude-code/npm/bin/claude",
+)
 
 
 class UpperLayerWatch:

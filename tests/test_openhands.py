@@ -6,7 +6,9 @@ reaches the server. The install (uv, openhands-ai and its ~350 packages from PyP
 the budget starts.
 
 The same `deploybench run` also runs three scenario attempts beside the solving one, each
-against its own scripted server, all under one run-wide budget (`--agent-seconds`, BUDGET):
+against its own scripted server; each attempt has the budget its scenario needs (the spec's
+`agent_seconds`: the task's 10 minutes for those that stop on their own, TIMEOUT_BUDGET for the
+one that must be killed by it, so the run does not wait out a long budget):
 - `openhands-overclaim`: a command that outlives OpenHands' wait for output (a soft timeout,
   exit code -1), an empty input to it and Ctrl-C (both sent as input to the running command),
   an import-only check, a SUCCESS runbook and finish: a failed self-stop that claims SUCCESS
@@ -18,9 +20,9 @@ against its own scripted server, all under one run-wide budget (`--agent-seconds
 While each attempt runs, its machine's disk is searched for the canary key before the machine
 goes (tests/test_cli_agents.py, UpperLayerWatch).
 
-Wall time: the four installs are the cost, so all four attempts run at once (`--parallel 4`);
-the run takes about one install at that load, then the budget. A first run with three at once
-(the step-limit attempt waiting for a worker) took 25 minutes at load average 7 to 11."""
+Wall time: all four attempts run at once (`--parallel 4`); one installs OpenHands, the others
+wait for its prefix's archive in the controller's cache and copy it in (roles/agent_command/
+tasks/scaffold.yml), so the run takes one install, then the longest scenario."""
 
 import json
 import time
@@ -30,7 +32,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from deploybench import trajectories
+from deploybench import runfolder, trajectories
 from deploybench.analysis import recovery
 from deploybench.trajectories.openhands import INPUT_PREFIX
 from tests.conftest import REPO, run_cli
@@ -50,9 +52,9 @@ TASK = "legacycalc_demo24"
 WORKDIR = f"/home/vm/Desktop/{TASK}"
 SPEC = REPO / "agents" / "openhands.yaml"
 CANARY = "sk-canary-openhands-deploybench-5c21e9"
-# The run's agent budget: enough for the solving attempt at a high load (its commands took
-# about 50 s at load 2 to 6), and the time the timeout attempt waits before it is killed.
-BUDGET = 420
+# The timeout attempt's budget: OpenHands starts (34 to 69 s from launch to its first call at
+# load 3 to 5), sends its commands and blocks; the budget then kills it.
+TIMEOUT_BUDGET = 180
 # Sleeps of lengths nothing else on a machine uses, found by number in any process list.
 SOFT_SLEEP = "sleep 301"
 BLOCKING_SLEEP = "sleep 4447"
@@ -152,6 +154,7 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
         base = yaml.safe_load(SPEC.read_text())["openhands"]
         config = tmp_path / "agents.yaml"
         steps = {"openhands-steps": 3}
+        budgets = {"openhands-timeout": {"agent_seconds": TIMEOUT_BUDGET}}
         config.write_text(
             yaml.safe_dump(
                 {
@@ -160,6 +163,7 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
                         "model": "scripted",
                         "base_url": servers[name].base_url,
                         "max_steps": steps.get(name, 20),
+                        **budgets.get(name, {}),
                     }
                     for name in names
                 }
@@ -170,7 +174,7 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
             run_cli(
                 "run", "--agent", ",".join(names), "--agent-config", config,
                 "--image", "debian13", "--tasks", TASK, "--run-id", "oh", "--parallel", "4",
-                "--agent-seconds", str(BUDGET), env={"OPENAI_API_KEY": CANARY}, timeout=2700,
+                env={"OPENAI_API_KEY": CANARY}, timeout=2700,
             )  # fmt: skip
         print(f"four attempts at once: {time.monotonic() - started:.1f} s")
     rows = {
@@ -180,7 +184,16 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
         keys = ("status", "passed", "stop_type", "runbook_status", "steps", "tokens_in")
         print(name, {k: row.get(k) for k in (*keys, "tokens_out", "agent_seconds")})
         print(f"  model calls served: {len(servers[name].requests)}")
-    # Machine ready to the first model call, for all four: their installs ran at once.
+    # One install for the four: the first attempt installed the scaffold and archived its
+    # prefix on the controller, the other three waited for it and copied it in.
+    made = {name: json.loads((attempts[name] / runfolder.SCAFFOLD).read_text()) for name in names}
+    print("scaffolds:", {name: sorted(m) for name, m in made.items()})
+    built = [name for name, m in made.items() if "publish" in m]
+    assert len(built) == 1, made
+    sha = made[built[0]]["publish"]["sha256"]
+    assert all(m["claim"]["sha256"] == sha for n, m in made.items() if n not in built), made
+    assert all(m["system_packages"] == ["tmux"] for m in made.values()), made
+    # Machine ready to the first model call, for all four.
     first_calls = print_first_calls({name: (attempts[name], servers[name]) for name in names})
     attempt = attempts["openhands"]
     infra = run_dir / "infra_errors.jsonl"
@@ -254,8 +267,11 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
     attempt = attempts["openhands-timeout"]
     assert row["status"] == "completed", row
     assert row["stop_type"] == "timeout" and not row["passed"], row
-    assert len(waiting.requests) == len(blocking)
-    assert row["agent_seconds"] >= BUDGET - 1, row
+    # Once (of several runs) under load OpenHands asked a third time before the budget ran out;
+    # the server answers every call past its script with the blocking command again, so the
+    # attempt still ends only by the budget.
+    assert len(waiting.requests) >= len(blocking)
+    assert TIMEOUT_BUDGET - 1 <= row["agent_seconds"] < TIMEOUT_BUDGET + 30, row
     assert (attempt / "verdict.json").is_file()
     text = (attempt / "verifier/processes_before_verify.txt").read_text()
     left = [x for x in text.splitlines() if "openhands" in x or BLOCKING_SLEEP in x]
@@ -286,5 +302,9 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
     assert files_holding(state_home, CANARY) == []
     watch.check(attempts["openhands"])
     watch.check(attempts["openhands-overclaim"])
-    watch.check(attempts["openhands-steps"], holding="opt/openhands/bin/python")
-    watch.check(attempts["openhands-timeout"], holding="opt/openhands/bin/python")
+    watch.check(
+        attempts["openhands-steps"], holding="opt/deploybench-agent/openhands/venv/bin/python"
+    )
+    watch.check(
+        attempts["openhands-timeout"], holding="opt/deploybench-agent/openhands/venv/bin/python"
+    )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deploybench import trajectories
+from deploybench import runfolder, trajectories
 from tests.conftest import REPO, run_cli
 from tests.scripted_llm import ScriptedLLM, legacycalc_solution, never_finishes, print_first_calls
 
@@ -94,6 +94,19 @@ def test_mini_swe_agent_solves_the_demo_and_stops_at_its_step_limit(
     assert rebuilt and all(e["exit_code"] == 0 for e in rebuilt)
     assert events[-1]["kind"] == "finish"
     assert (attempt / "trajectory.native.jsonl").is_file()  # mini-swe-agent's own, kept
+
+    # Both agents share the scaffold (one spec's install): one attempt installed it and
+    # archived its prefix on the controller, the other copied that archive in.
+    made = [
+        json.loads((run_dir / TASK / name / "1" / runfolder.SCAFFOLD).read_text())
+        for name in ("mini-swe-agent", "mini-looping")
+    ]
+    print("scaffolds:", made)
+    assert sorted("publish" in m for m in made) == [False, True], made
+    [built] = [m for m in made if "publish" in m]
+    [copied] = [m for m in made if "publish" not in m]
+    assert built["claim"]["build"] and copied["claim"]["sha256"] == built["publish"]["sha256"]
+    assert built["key"] == copied["key"] and built["system_packages"] == []
 
     # The agent that never finishes stopped at its step limit.
     row = rows["mini-looping"]

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 
 from deploybench import runfolder, trajectories
+from deploybench.attempt import scaffold_cache
 from deploybench.attempt.ansible import Unsafe
 from deploybench.catalog import yamlfile
 from deploybench.errors import DeployBenchError
@@ -83,11 +84,18 @@ class _Command(Kind):
         ]
 
     def extravars(self, spec):
+        scaffold = spec.scaffold or spec.name
         return {
             "agent": "command",
             "agent_command_line": Unsafe(spec.command_line),
             "agent_command_install": Unsafe(spec.install),
             "agent_command_install_seconds": spec.install_seconds,
+            "agent_command_scaffold": scaffold,
+            "agent_command_prefix": scaffold_cache.prefix(scaffold),
+            "agent_command_system_packages": list(spec.system_packages),
+            "agent_command_scaffold_digest": scaffold_cache.install_digest(
+                scaffold, spec.install, spec.system_packages
+            ),
             "agent_command_model": Unsafe(spec.model or ""),
             "agent_command_max_steps": spec.max_steps,
             "agent_command_base_url": Unsafe(spec.base_url),
@@ -127,6 +135,12 @@ class AgentSpec:
     model: str | None = None
     command_line: str = ""
     install: str = ""
+    # The scaffold's name: its prefix (/opt/deploybench-agent/<scaffold>) and its cache entry;
+    # agents that differ only in model or limits share it (default: the agent's name).
+    scaffold: str = ""
+    # Debian/Ubuntu packages the scaffold cannot do without (apt-get, before the install); the
+    # only change outside the prefix, recorded in the attempt (scaffold.json).
+    system_packages: list[str] = field(default_factory=list)
     # The install runs before the budget, so the budget cannot end a hung one (a package index
     # that stops answering): this limit does, as an infrastructure error, retried.
     install_seconds: int = 1800
@@ -222,6 +236,8 @@ def load_agent(name: str, config: Path | None = None, llm_base_url: str | None =
         model=spec.get("model"),
         command_line=spec["command"],
         install=spec.get("install", ""),
+        scaffold=spec.get("scaffold", ""),
+        system_packages=list(spec.get("system_packages") or []),
         install_seconds=spec.get("install_seconds", AgentSpec.install_seconds),
         agent_seconds=spec.get("agent_seconds"),
         python=spec.get("python"),

@@ -17,6 +17,10 @@ shell knocks with `python -m deploybench.attempt.sidedoor VERB ...`, which calls
     doors     the digests of the login's doors before the agent and after it (deploybench/
               doors.py), for a backend whose stages after the agent log in: a changed door is
               judged tampered at once
+    scaffold  the agent scaffold's cache on the controller (deploybench/attempt/
+              scaffold_cache.py): claim (an archive to copy in, or this attempt builds it),
+              publish the archive the build left, or release a failed build's claim; what the
+              attempt got is kept in scaffold.json
     agent_end the agent's run ended: the backend keeps the machine as the agent left it before
               anything enters it again (AWS: a snapshot of the stopped machine's volume)
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 import json
 import sys
 import tarfile
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -207,6 +212,36 @@ def agent_end(attempt: Path, backend: str, host: str) -> dict[str, Any]:
     return {"host": get_backend(backend).at_agent_end(host, attempt) or ""}
 
 
+def scaffold(attempt: Path, args: dict[str, Any]) -> dict[str, Any]:
+    from deploybench.attempt import scaffold_cache
+
+    entry = scaffold_cache.Entry.of(
+        str(args["scaffold"]),
+        str(args["digest"]),
+        str(args.get("backend") or ""),
+        str(args.get("image") or ""),
+        str(args["arch"]).strip(),
+    )
+    action = str(args["action"])
+    started = time.monotonic()
+    if action == "claim":
+        answered = scaffold_cache.claim(entry, float(args["wait_seconds"]))
+    elif action == "publish":
+        answered = scaffold_cache.publish(entry)
+    elif action == "release":
+        answered = scaffold_cache.release(entry)
+    else:
+        raise DeployBenchError(f"scaffold: no action {action!r} (claim, publish or release)")
+    record = attempt / runfolder.SCAFFOLD
+    kept = json.loads(record.read_text()) if record.is_file() else {}
+    kept |= {"scaffold": entry.scaffold, "key": entry.key}
+    if action == "claim":
+        kept["system_packages"] = list(args.get("system_packages") or [])
+    kept[action] = {**answered, "seconds": round(time.monotonic() - started, 1)}
+    record.write_text(json.dumps(kept, indent=1) + "\n")
+    return answered
+
+
 def _tidy(paths: dict[str, str]) -> None:
     """What the playbook needed only while it ran: the machine side (which must not outlive
     the attempt) and the papers' tar."""
@@ -339,6 +374,8 @@ def answer(verb: str, args: dict[str, Any]) -> dict[str, Any]:
             str(args.get("backend") or ""),
             str(args.get("host") or ""),
         )
+    if verb == "scaffold":
+        return scaffold(attempt, args)
     if verb == "agent_end":
         return agent_end(attempt, str(args.get("backend") or ""), str(args.get("host") or ""))
     if verb == "broken":
@@ -348,7 +385,8 @@ def answer(verb: str, args: dict[str, Any]) -> dict[str, Any]:
             lambda: broken(attempt, int(args["agent_rc"]), float(args["agent_seconds"])),
         )
     raise DeployBenchError(
-        f"the side door has no verb {verb!r}: begin, finish, broken, handover, doors or agent_end"
+        f"the side door has no verb {verb!r}: begin, finish, broken, handover, doors, "
+        "scaffold or agent_end"
     )
 
 
