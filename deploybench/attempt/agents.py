@@ -166,9 +166,13 @@ class AgentSpec:
         return self.behaviour.extravars(self)
 
 
-def platform_problems(specs: list[AgentSpec], image: str, offered: dict[str, str]) -> list[str]:
+def platform_problems(
+    specs: list[AgentSpec], image: str, offered: dict[str, str], fetches_python: bool = False
+) -> list[str]:
     """What the chosen image cannot give the agents' scaffolds, one line each (checked before
-    the cost prompt and before any machine). offered: the backend's images and their Pythons."""
+    the cost prompt and before any machine). offered: the backend's images and their Pythons;
+    fetches_python: its machines reach the internet, so a scaffold's install has uv fetch the
+    Python it needs into its own prefix (agents/openhands.yaml) when the image's does not fit."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     lines = []
@@ -180,7 +184,7 @@ def platform_problems(specs: list[AgentSpec], image: str, offered: dict[str, str
         except InvalidSpecifier:
             lines.append(f"agent {spec.name}: python {spec.python!r} is not a version specifier")
             continue
-        if offered[image] not in wanted:
+        if offered[image] not in wanted and not fetches_python:
             fits = [name for name, version in sorted(offered.items()) if version in wanted]
             hint = f"--image {fits[0]} has it" if fits else "no image of this backend has it"
             lines.append(

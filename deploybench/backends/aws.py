@@ -53,6 +53,7 @@ class AwsBackend(CloudBackend):
     name = "aws"
     default_image = "ubuntu2204"
     image_pythons = {"ubuntu2204": "3.10"}
+    fetches_python = True
 
     def sanity_check(self, request: MachineRequest | None = None) -> None:
         super().sanity_check(request)

@@ -55,6 +55,10 @@ class Backend(ABC):
     # The images it offers and the Python each has (what a scaffold's needs are checked against
     # before any machine is made).
     image_pythons: dict[str, str] = {}
+    # Whether its machines reach the internet beyond package registries, so a scaffold's
+    # install can fetch a Python its image lacks into the scaffold's own prefix (uv's builds
+    # come from GitHub). Cloud machines do; local ones are not assumed to.
+    fetches_python: bool = False
     # How many times a failed `terraform apply` is run: see Deployment.apply.
     apply_attempts: int = 1
     # Whether its machines are paid for by the hour: a run then prints an estimate and asks.

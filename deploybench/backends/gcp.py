@@ -76,6 +76,7 @@ class GcpBackend(CloudBackend):
     name = "gcp"
     default_image = "ubuntu2204"
     image_pythons = {"ubuntu2204": "3.10"}
+    fetches_python = True
 
     def sanity_check(self, request: MachineRequest | None = None) -> None:
         super().sanity_check(request)

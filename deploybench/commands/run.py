@@ -178,7 +178,8 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
     # Pre-flight: the image the backend offers and what the agents' scaffolds need of it.
     chosen_backend.image_python(spec.image)
     image = spec.image or chosen_backend.default_image
-    for problem in platform_problems(agents, image, chosen_backend.image_pythons):
+    offered = chosen_backend.image_pythons
+    for problem in platform_problems(agents, image, offered, chosen_backend.fetches_python):
         raise DeployBenchError(problem)
     chosen_backend.check()
     if not request.resume:
