@@ -27,8 +27,10 @@ $(VENV)/.installed: pyproject.toml .ci/apt-packages.txt
 
 install: $(VENV)/.installed
 
+# Two workers (pytest-xdist): the long tests mostly wait on their machines, so a second worker
+# keeps the cores busy meanwhile; worksteal hands a finished worker the other's remaining tests.
 test: install
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n 2 --dist worksteal $(PYTEST_ARGS)
 
 # The edit loop: every test not marked slow (no machine is made), in a few minutes.
 check: install
