@@ -154,13 +154,6 @@ def complete_lines(text: str, path: Path | str, notes: list[str] | None = None) 
     return lines
 
 
-def read_jsonl(path: Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
-    """The rows of a JSON-lines file of the run folder; a bad line other than a cut-off last
-    one is an error naming the file and the line."""
-    text = Path(path).read_text()
-    return jsonl.parse("\n".join(complete_lines(text, path, notes)), path)
-
-
 # ---- the run ----
 @dataclass
 class RunSpec:

@@ -19,7 +19,6 @@ import msgspec
 from deploybench import contracts, runfolder
 from deploybench.errors import DeployBenchError
 
-RESULTS = runfolder.RESULTS
 _EVENT_KINDS = frozenset(contracts.EVENT_KINDS)
 _OPTIONAL_STR = ("command", "output", "path")
 _OPTIONAL_INT = ("exit_code", "tokens_in", "tokens_out")
@@ -101,12 +100,8 @@ def _compile(schema: dict[str, Any]):
     return lambda value: all(t(value) for t in tests)
 
 
-def attempt_dir(run_dir: Path, row: dict[str, Any]) -> Path:
-    return runfolder.attempt_of(run_dir, row)
-
-
 def read_results(run_dir: Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
-    path = run_dir / RESULTS
+    path = run_dir / runfolder.RESULTS
     if not path.is_file():
         raise DeployBenchError(f"{path}: no results.jsonl (is {run_dir} a run folder?)")
     # A crash mid-append leaves one line without its newline: read without it, and said so,
@@ -340,7 +335,7 @@ def load_runs(run_dirs: list[Path]) -> Runs:
         for row in read_results(run_dir, notes):
             index = len(results)
             results.append(row)
-            folder = attempt_dir(run_dir, row)
+            folder = runfolder.attempt_of(run_dir, row)
             dirs.append(folder)
             trajectory = folder / runfolder.TRAJECTORY
             raw = _read_bytes_if_file(trajectory)

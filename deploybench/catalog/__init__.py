@@ -370,14 +370,6 @@ def load_task(task_id: str, tasks_dir: Path = TASKS_DIR) -> dict[str, Any]:
     return data
 
 
-def get_task(task_id: str, tasks_dir: Path = TASKS_DIR) -> dict[str, Any]:
-    tasks = load_tasks(tasks_dir)
-    if task_id not in tasks:
-        known = ", ".join(sorted(tasks)) or "none"
-        raise DeployBenchError(f"unknown task {task_id!r} (known: {known})")
-    return tasks[task_id]
-
-
 def task_file(task_id: str, tasks_dir: Path = TASKS_DIR) -> Path:
     path = Task(task_id, tasks_dir=Path(tasks_dir)).file
     if not path.is_file():

@@ -17,7 +17,6 @@ from deploybench.errors import DeployBenchError
 from deploybench.trajectories.events import OUTPUT_LIMIT
 from deploybench.trajectories.events import event as make_event
 
-ERRORS_FILE = runfolder.TRAJECTORY_ERRORS
 MAX_SHOWN = 10
 
 
@@ -43,7 +42,7 @@ def _record_bad(path: Path, bad: list[str]) -> None:
     """Count the lines left out, and show the first ones, in trajectory_errors.json."""
     if bad:
         errors = {"file": path.name, "bad_lines": len(bad), "first": bad[:MAX_SHOWN]}
-        (path.parent / ERRORS_FILE).write_text(json.dumps(errors, indent=2))
+        (path.parent / runfolder.TRAJECTORY_ERRORS).write_text(json.dumps(errors, indent=2))
 
 
 def read_native(path: Path) -> list[dict[str, Any]]:

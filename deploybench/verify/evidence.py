@@ -115,7 +115,6 @@ def unpack_state(attempt: Path, rc: int, seconds: float, killed: int) -> dict:
     return asdict(stop)
 
 
-AGENT_FILES = runfolder.AGENT_FILES
 
 
 def keep_agent_files(attempt: Path) -> None:
@@ -126,7 +125,7 @@ def keep_agent_files(attempt: Path) -> None:
         return
     for line in encoded.read_text(errors="replace").splitlines():
         data, _, name = line.strip().rpartition(" ")
-        if name in AGENT_FILES and data:
+        if name in runfolder.AGENT_FILES and data:
             try:
                 (attempt / name).write_bytes(base64.b64decode(data, validate=True))
             except binascii.Error:

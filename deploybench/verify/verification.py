@@ -129,16 +129,6 @@ def layer1(
     return {"passed": False, "category": top.category, "evidence": evidence}
 
 
-def explain(category: str | None, evidence: list[str], rules: list[Rule] | None = None) -> str:
-    """The explanation of the rule behind the first evidence line (for reports)."""
-    rules = load_rules() if rules is None else rules
-    for line in evidence:
-        rule = match_line(line.split(": ", 1)[-1], rules)
-        if rule is not None and rule.category == category:
-            return rule.explanation
-    return ""
-
-
 def read_logs(log_dir: Path | str) -> dict[str, str]:
     """Every *.log under log_dir (recursively), by path relative to it."""
     root = Path(log_dir)

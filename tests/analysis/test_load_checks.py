@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deploybench import contracts
+from deploybench import contracts, runfolder
 from deploybench.analysis import load
 from deploybench.errors import DeployBenchError
 
@@ -22,7 +22,8 @@ def demo_rows():
 
 def demo_verdicts():
     return [
-        json.loads((load.attempt_dir(DEMO, r) / "verdict.json").read_text()) for r in demo_rows()
+        json.loads((runfolder.attempt_of(DEMO, r) / "verdict.json").read_text())
+        for r in demo_rows()
     ]
 
 
