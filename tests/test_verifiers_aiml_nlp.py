@@ -1,8 +1,8 @@
-"""Verifiers of the AI/ML (NLP and generative) GPU tasks of issue [C2] that cannot run here:
-their checks judged on recorded final states (tests/fixtures/verifier_states/<id>/<state>/,
-each with a README.md saying how it was made: the pass states are HAND-MADE from the
-repositories' output formats, since none of these tasks can run on this machine), cheats made
-from the pass states, and the shape of their reference roles."""
+"""Verifiers of the AI/ML (NLP and generative) GPU tasks of issue [C2] that cannot run here: their
+checks judged on recorded final states (tests/fixtures/verifier_states/<id>/<state>/, each with a
+README.md saying how it was made: the pass states are HAND-MADE from the repositories' output
+formats, since none of these tasks can run on this machine), cheats made from the pass states (what
+every verifier and reference role must have is tested in test_verifiers_all.py)."""
 
 import json
 
@@ -10,17 +10,14 @@ import pytest
 import yaml
 
 from deploybench.catalog import checks
-from deploybench.verify import verification
 from tests.conftest import REPO
 from tests.verifier_states import (
     STATES,
-    check_role_syntax,
     copy_state,
     edit,
     failed,
     judged,
     run_experiment,
-    verdict,
 )
 
 TASKS = [
@@ -110,37 +107,20 @@ SHALLOW_FAILS = {
 
 
 @pytest.mark.parametrize("task_id", TASKS)
-def test_hand_made_pass_state_passes_both_layers(task_id):
-    folder = STATES / task_id / "pass"
-    assert "Hand-made" in (folder / "README.md").read_text()
-    result = verdict(task_id, folder)
-    assert result["passed"] is True, failed(result["layer2"]["checks"]) or result["layer1"]
+def test_pass_state_says_it_is_hand_made(task_id):
+    assert "Hand-made" in (STATES / task_id / "pass" / "README.md").read_text()
 
 
-@pytest.mark.parametrize("state", ["untouched", "shallow"])
 @pytest.mark.parametrize("task_id", TASKS)
-def test_failing_states_fail(task_id, state):
-    folder = STATES / task_id / state
-    assert (folder / "README.md").is_file(), f"{folder} says nowhere how it was made"
-    result = verdict(task_id, folder)
-    assert result["passed"] is False
-    assert result["layer2"]["passed"] is False
-    if state == "untouched":
-        # Nothing ran (the untouched states are real runs of experiment.sh here): the environment
-        # check and every GPU check fail.
-        assert {"environment", *GPU_CHECKS} <= set(failed(result["layer2"]["checks"]))
+def test_untouched_state_fails_on_the_environment_and_every_gpu_check(task_id):
+    # Nothing ran (the untouched states are real runs of experiment.sh here).
+    untouched = judged(task_id, STATES / task_id / "untouched")
+    assert {"environment", *GPU_CHECKS} <= set(failed(untouched))
 
 
 @pytest.mark.parametrize("task_id", TASKS)
 def test_shallow_state_fails_on_exactly_its_missing_parts(task_id):
     assert failed(judged(task_id, STATES / task_id / "shallow")) == SHALLOW_FAILS[task_id]
-
-
-@pytest.mark.parametrize("task_id", TASKS)
-def test_every_gpu_task_demands_gpu_evidence(task_id):
-    kinds = {c["name"]: c["kind"] for c in verification.load_checks(task_id)}
-    assert kinds.get("gpu_used") == "gpu_used"
-    assert set(GPU_CHECKS) <= set(kinds)
 
 
 # The entry point of each task's staged tree (tasks/<id>/task.yaml), for the untouched run below.
@@ -312,30 +292,3 @@ def test_task_file_says_why_it_cannot_run_here(task_id):
     assert task["gpu"] is True
     assert task["runs_here"]["local"] == "no"
     assert "GPU" in task["runs_here"]["why"]
-
-
-@pytest.mark.parametrize("task_id", TASKS)
-def test_reference_role_shape(task_id):
-    role = REPO / "reference_setups" / task_id
-    for part in ("tasks/main.yml", "defaults/main.yml", "meta/main.yml", "meta/argument_specs.yml"):
-        assert (role / part).is_file(), part
-    assert (role / "templates" / "RUNBOOK.MD.j2").read_text().startswith("STATUS: ")
-    specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
-    options = specs["argument_specs"]["main"]["options"]
-    assert options[f"{task_id}_workdir"]["required"] is True
-    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
-    assert set(defaults) <= set(options), set(defaults) - set(options)
-    for name, value in defaults.items():
-        assert name.startswith(f"{task_id}_"), name
-        assert options[name].get("default") == value, name
-    for task in yaml.safe_load((role / "tasks" / "main.yml").read_text()):
-        if "ansible.builtin.command" in task:
-            assert "changed_when" in task or "creates" in task["ansible.builtin.command"], task
-    # The role refuses a machine without an NVIDIA GPU and installs the driver.
-    main = (role / "tasks" / "main.yml").read_text()
-    assert "lspci -d 10de:" in main and "nvidia-smi" in main
-
-
-@pytest.mark.parametrize("task_id", TASKS)
-def test_reference_role_passes_the_syntax_check(task_id, tmp_path):
-    check_role_syntax(task_id, tmp_path)

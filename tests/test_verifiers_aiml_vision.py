@@ -1,7 +1,8 @@
 """Verifiers of the GPU vision / robotics AI/ML tasks (yolov7, Grounding DINO, MMSegmentation,
 cuda-convnet2, neural-style, equivariant grasping, Interaction Warping): their checks judged on
 recorded final states (tests/fixtures/verifier_states/<id>/<state>/, each with a README.md saying
-how it was made), cheats made from the pass states, and the shape of their reference roles.
+how it was made) and cheats made from the pass states (what every verifier and reference role
+must have is tested in test_verifiers_all.py).
 
 None of these tasks can run on this machine (no NVIDIA GPU; weights and data on hosts it cannot
 reach), so every pass state is HAND-MADE from the repository's documented output format. The
@@ -9,7 +10,6 @@ untouched states, and yolov7's shallow state, are from real runs of experiment_l
 experiment.sh under busybox here; the other shallow states are hand-made."""
 
 import pytest
-import yaml
 
 from deploybench.catalog import checks
 from deploybench.verify import verification
@@ -17,7 +17,6 @@ from tests.conftest import REPO
 from tests.verifier_states import (
     FAILING,
     STATES,
-    check_role_syntax,
     copy_state,
     edit,
     failed,
@@ -44,23 +43,15 @@ WEAKENED_ON = {
 
 
 @pytest.mark.parametrize("task_id", TASKS)
-def test_pass_state_passes_both_layers_and_says_it_is_hand_made(task_id):
-    folder = STATES / task_id / "pass"
-    assert "HAND-MADE" in (folder / "README.md").read_text()
-    result = verdict(task_id, folder)
-    assert result["passed"] is True, failed(result["layer2"]["checks"]) or result["layer1"]
+def test_pass_state_says_it_is_hand_made(task_id):
+    assert "HAND-MADE" in (STATES / task_id / "pass" / "README.md").read_text()
 
 
 @pytest.mark.parametrize("state", FAILING)
 @pytest.mark.parametrize("task_id", TASKS)
-def test_failing_states_fail(task_id, state):
-    folder = STATES / task_id / state
-    assert (folder / "README.md").is_file(), f"{folder} says nowhere how it was made"
-    result = verdict(task_id, folder)
-    assert result["passed"] is False
-    assert result["layer2"]["passed"] is False
+def test_failing_states_fail_on_the_gpu(task_id, state):
     # Each fails for want of the GPU whatever else went wrong.
-    assert "gpu_used" in failed(result["layer2"]["checks"])
+    assert "gpu_used" in failed(judged(task_id, STATES / task_id / state))
 
 
 @pytest.mark.parametrize("task_id", sorted(WEAKENED_ON))
@@ -270,30 +261,3 @@ def test_interactionwarping_judges_the_three_trials(tmp_path):
     odd = copy_state(task, "pass", tmp_path / "odd")
     edit(odd / "warp_output.txt", "Place Success: 0.667,", "Place Success: 1.667,")
     assert failed(judged(task, odd)) == ["place_success_rate"]
-
-
-@pytest.mark.parametrize("task_id", TASKS)
-def test_reference_role_shape(task_id):
-    role = REPO / "reference_setups" / task_id
-    for part in ("tasks/main.yml", "defaults/main.yml", "meta/main.yml", "meta/argument_specs.yml"):
-        assert (role / part).is_file(), part
-    assert (role / "templates" / "RUNBOOK.MD.j2").read_text().startswith("STATUS: ")
-    specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
-    options = specs["argument_specs"]["main"]["options"]
-    assert options[f"{task_id}_workdir"]["required"] is True
-    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
-    assert set(defaults) <= set(options), set(defaults) - set(options)
-    for name, value in defaults.items():
-        assert name.startswith(f"{task_id}_"), name
-        assert options[name].get("default") == value, name
-    for task in yaml.safe_load((role / "tasks" / "main.yml").read_text()):
-        if "ansible.builtin.command" in task:
-            assert "changed_when" in task or "creates" in task["ansible.builtin.command"], task
-    # The role refuses a machine without an NVIDIA GPU and installs the driver.
-    main = (role / "tasks" / "main.yml").read_text()
-    assert "lspci -d 10de:" in main and "nvidia-smi" in main
-
-
-@pytest.mark.parametrize("task_id", TASKS)
-def test_reference_role_passes_the_syntax_check(task_id, tmp_path):
-    check_role_syntax(task_id, tmp_path)

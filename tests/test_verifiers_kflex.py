@@ -1,18 +1,14 @@
-"""Verifier of kflex_sosp24: its checks judged on recorded final states (untouched and shallow
-from real runs of experiment.sh here, pass by hand: no KFlex kernel can be built here), replayed
-and edited copies of them, the machine side run for real on this host, and its reference role."""
+"""Verifier of kflex_sosp24: its checks judged on recorded final states (untouched and shallow from
+real runs of experiment.sh here, pass by hand: no KFlex kernel can be built here), replayed and
+edited copies of them, the machine side run for real on this host (what every verifier and reference
+role must have is tested in test_verifiers_all.py)."""
 
 import shutil
-import subprocess
-
-import yaml
 
 from deploybench.catalog import checks
 from deploybench.verify import toolkit, verification
-from tests.conftest import REPO
 from tests.verifier_states import (
     STATES,
-    check_role_syntax,
     copy_state,
     edit,
     failed,
@@ -31,11 +27,8 @@ KERNEL_EXISTS = [
 ]
 
 
-def test_pass_state_passes_both_layers():
-    folder = STATES / TASK / "pass"
-    assert "MADE BY HAND" in (folder / "README.md").read_text()
-    verdict = verification.verdict_from_logs(folder, 1.0, verification.load_checks(TASK))
-    assert verdict["passed"] is True, failed(verdict["layer2"]["checks"]) or verdict["layer1"]
+def test_pass_state_says_it_is_made_by_hand():
+    assert "MADE BY HAND" in (STATES / TASK / "pass" / "README.md").read_text()
 
 
 def test_untouched_state_fails_at_the_missing_kernel():
@@ -99,32 +92,3 @@ def test_planted_elf_without_kernel_fails_on_this_host(tmp_path):
     results = failed(verdict["layer2"]["checks"])
     assert "bench_built" not in results
     assert {"kernel_built", "bench_built_here", "qemu_exit_code", "bench_rows"} <= set(results)
-
-
-def test_verifier_parts():
-    experiment = (REPO / "verifiers" / TASK / "experiment.sh").read_text()
-    assert "RUNBOOK" not in experiment.replace("RUNBOOK.MD is never read", "")
-    subprocess.run(
-        [str(toolkit.busybox()), "sh", "-n", "-c", verification.machine_script(TASK)], check=True
-    )
-    for path in (STATES / TASK).rglob("*"):
-        if path.is_file():
-            assert path.stat().st_size < 100_000 and path.name != "processes_before_verify.txt", (
-                path
-            )
-
-
-def test_reference_role_parts_and_syntax(tmp_path):
-    role = REPO / "reference_setups" / TASK
-    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
-    options = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"][
-        "main"
-    ]["options"]
-    assert options[f"{TASK}_workdir"]["required"] is True
-    for name, value in defaults.items():
-        assert options[name]["default"] == value, name
-    assert (role / "templates" / "RUNBOOK.MD.j2").read_text().splitlines()[0] == "STATUS: SUCCESS"
-    for task in yaml.safe_load((role / "tasks" / "main.yml").read_text()):
-        if {"ansible.builtin.command", "ansible.builtin.shell"} & set(task):
-            assert "changed_when" in task or "creates" in str(task), task["name"]
-    check_role_syntax(TASK, tmp_path)

@@ -1,9 +1,8 @@
 """Verifiers of karousos_eurosys24 and qsym_usenixsec18, which cannot run here as a whole: their
 checks judged on recorded final states (tests/fixtures/verifier_states/<id>/{pass,untouched,
-shallow}/, each README saying how it was made), cheat edits of the pass states, the machine side
-run on this host against stand-ins, and the shape of their reference roles."""
-
-import re
+shallow}/, each README saying how it was made), cheat edits of the pass states, the machine side run
+on this host against stand-ins (what every verifier and reference role must have is tested in
+test_verifiers_all.py)."""
 
 import pytest
 import yaml
@@ -14,9 +13,6 @@ from tests.conftest import REPO
 from tests.verifier_states import (
     FAILING,
     STATES,
-    check_role_syntax,
-    check_states_are_small_text,
-    check_verifier_parts,
     copy_state,
     edit,
     failed,
@@ -46,21 +42,10 @@ SHALLOW_FAILS_ON = {
 
 
 @pytest.mark.parametrize("task_id", TASKS)
-def test_recorded_pass_state_passes_both_layers(task_id):
-    folder = STATES / task_id / "pass"
-    assert "MADE BY HAND" in (folder / "README.md").read_text()
-    verdict = verification.verdict_from_logs(folder, 1.0, verification.load_checks(task_id))
-    assert verdict["passed"] is True, failed(verdict["layer2"]["checks"]) or verdict["layer1"]
-
-
-@pytest.mark.parametrize("state", FAILING)
-@pytest.mark.parametrize("task_id", TASKS)
-def test_recorded_failing_states_fail(task_id, state):
-    folder = STATES / task_id / state
-    assert "real" in (folder / "README.md").read_text()
-    verdict = verification.verdict_from_logs(folder, 1.0, verification.load_checks(task_id))
-    assert verdict["passed"] is False
-    assert verdict["layer2"]["passed"] is False
+def test_recorded_states_say_how_they_were_made(task_id):
+    assert "MADE BY HAND" in (STATES / task_id / "pass" / "README.md").read_text()
+    for state in FAILING:
+        assert "real" in (STATES / task_id / state / "README.md").read_text()
 
 
 @pytest.mark.parametrize("task_id", TASKS)
@@ -140,40 +125,6 @@ def test_qsym_seed_copier_fails_on_this_host(tmp_path):
     # The target was really built and run on each case (it prints a header per case).
     assert (tmp_path / "logs" / "target.txt").read_text().count("== 00000") == 3
     assert not list((tmp_path / "logs-scratch").rglob("*.c"))
-
-
-@pytest.mark.parametrize("task_id", TASKS)
-def test_verifier_parts(task_id):
-    check_verifier_parts(task_id)
-
-
-@pytest.mark.parametrize("task_id", TASKS)
-def test_recorded_states_are_small_text_files(task_id):
-    check_states_are_small_text(task_id)
-
-
-@pytest.mark.parametrize("task_id", TASKS)
-def test_reference_role_parts(task_id):
-    role = REPO / "reference_setups" / task_id
-    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
-    assert all(name.startswith(f"{task_id}_") for name in defaults)
-    spec = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
-    options = spec["argument_specs"]["main"]["options"]
-    assert options[f"{task_id}_workdir"]["required"] is True
-    for name, value in defaults.items():
-        assert options[name]["default"] == value, name
-    runbook = (role / "templates" / "RUNBOOK.MD.j2").read_text()
-    assert runbook.splitlines()[0] == "STATUS: SUCCESS"
-    text = (role / "tasks" / "main.yml").read_text()
-    for task in yaml.safe_load(text):
-        if {"ansible.builtin.command", "ansible.builtin.shell"} & set(task):
-            assert "changed_when" in task or "creates" in str(task), task["name"]
-    assert not re.search(r"\bdocker\b", text, re.IGNORECASE)
-
-
-@pytest.mark.parametrize("task_id", TASKS)
-def test_reference_role_passes_the_syntax_check(task_id, tmp_path):
-    check_role_syntax(task_id, tmp_path)
 
 
 @pytest.mark.parametrize("task_id", TASKS)
