@@ -34,6 +34,13 @@ def test_the_catalog_is_all_there():
 
 
 @pytest.mark.parametrize("task_id", TASKS)
+def test_task_says_whether_it_runs_here(task_id):
+    runs_here = CATALOG[task_id]["runs_here"]
+    assert runs_here["local"] in {"yes", "with_changes", "no"}
+    assert len(runs_here["why"]) > 40
+
+
+@pytest.mark.parametrize("task_id", TASKS)
 def test_verifier_parts(task_id):
     check_verifier_parts(task_id)
 

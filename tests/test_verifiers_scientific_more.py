@@ -181,13 +181,6 @@ def test_gromacs_experiment_with_a_real_gmx_judges_the_physics(tmp_path):
     assert failed(verdict["layer2"]["checks"]) == ["built_version"]
 
 
-@pytest.mark.parametrize("task_id", TASKS)
-def test_task_says_whether_it_runs_here(task_id):
-    task = yaml.safe_load((REPO / "tasks" / task_id / "task.yaml").read_text())
-    assert task["runs_here"]["local"] in {"yes", "with_changes", "no"}
-    assert len(task["runs_here"]["why"]) > 40
-
-
 def test_openfoam_judges_the_run(tmp_path):
     unfinished = copy_state("openfoam_github25", "pass", tmp_path / "unfinished")
     edit(unfinished / "foamRun.txt", "Time = 0.25s", "Time = 0.125s")
