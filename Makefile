@@ -32,9 +32,9 @@ install: $(VENV)/.installed
 test: install
 	$(VENV)/bin/pytest -n 2 --dist worksteal $(PYTEST_ARGS)
 
-# The edit loop: every test not marked slow (no machine is made), in a few minutes.
+# The edit loop: every test not marked slow (no machine is made), over the cores.
 check: install
-	$(VENV)/bin/pytest -m "not slow" -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -m "not slow" -q -n auto $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
