@@ -202,12 +202,28 @@ def _wait_own_namespaces(pid: int, seconds: float = 10.0) -> None:
     raise InfraError(f"the machine's namespaces were not ready in {seconds:.0f} s (pid {pid})")
 
 
+def _api_socket(mdir: Path) -> Path:
+    """Where slirp4netns listens for its API. A unix socket's path must fit in 107 bytes, and a
+    machine folder under a deep state folder does not (a test's temporary one under
+    pytest-xdist: 113): a short folder of the user's own in the temporary directory, the socket
+    named by the machine folder's digest."""
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"deploybench-slirp-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    held = folder.lstat()
+    if held.st_uid != os.getuid() or not folder.is_dir() or folder.is_symlink():
+        raise InfraError(f"{folder} is not a folder of this user's: slirp4netns' socket needs one")
+    os.chmod(folder, 0o700)
+    name = hashlib.sha256(str(mdir.resolve()).encode()).hexdigest()[:24]
+    return folder / f"{name}.sock"
+
+
 def _network(mdir: Path, init_pid: int, port: int) -> subprocess.Popen:
     """Attach user-mode networking to the machine's network namespace: slirp4netns, a host
     process, answers for the machine's traffic through the host's own sockets (so apt and pip
     work), with the host's loopback refused (no service of the host's, no other machine's sshd
     is reachable), and forwards 127.0.0.1:PORT on the host to the machine's sshd."""
-    api = mdir / "slirp.sock"
+    api = _api_socket(mdir)
+    api.unlink(missing_ok=True)
     _wait_own_namespaces(init_pid)
     command = [
         "slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
@@ -504,6 +520,7 @@ def up(
         down(state_dir, name, keep=True)
         raise
     info |= {"slirp_pid": net.pid, "slirp_start": _start_time(net.pid)}
+    info["slirp_api"] = str(_api_socket(mdir))
     # Recorded at once: whatever fails next, down() finds it there.
     (mdir / "machine.json").write_text(json.dumps(info, indent=2))
     if loopback_ports:
@@ -588,6 +605,8 @@ def kill_machine(info: dict) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             _wait_gone(pid, start, 2)
+    if info.get("slirp_api"):
+        Path(info["slirp_api"]).unlink(missing_ok=True)
     outer, outer_start = info.get("unshare_pid"), info.get("unshare_start")
     if not _wait_gone(outer, outer_start, 2) and outer:
         with contextlib.suppress(ProcessLookupError):

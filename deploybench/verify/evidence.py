@@ -115,8 +115,6 @@ def unpack_state(attempt: Path, rc: int, seconds: float, killed: int) -> dict:
     return asdict(stop)
 
 
-
-
 def keep_agent_files(attempt: Path) -> None:
     """Write the files a broken machine's raw read returned (lines "BASE64 NAME") into the
     attempt's top level, where the stop stage would have put them."""
