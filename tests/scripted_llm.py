@@ -29,6 +29,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -81,6 +82,9 @@ class ScriptedLLM:
     usage_sent: list[dict[str, int]] = field(default_factory=list)
     # Wall-clock time (time.time()) of each request, e.g. to time the agent's first call.
     times: list[float] = field(default_factory=list)
+    # Called (in the server's thread) when the first request arrives, before it is answered:
+    # the agent has started and done nothing yet, e.g. to look at its machine then.
+    on_first_request: Callable[[], None] | None = None
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -101,6 +105,8 @@ class ScriptedLLM:
         """The next reply of the script for this request, and the usage reported for it."""
         with self._lock:
             n = len(self.requests)
+            if n == 0 and self.on_first_request is not None:
+                self.on_first_request()
             self.requests.append(request)
             self.times.append(time.time())
             reply = self.script[min(n, len(self.script) - 1)]

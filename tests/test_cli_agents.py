@@ -172,6 +172,51 @@ def spec(name: str, **changes) -> dict:
     return {**yaml.safe_load((REPO / "agents" / f"{name}.yaml").read_text())[name], **changes}
 
 
+# The harness's own folder on the machine (the prompt, the agent's log and trajectory).
+HARNESS_FOLDER = "/home/vm/.deploybench/"
+# sshd's records of the harness's own logins: written whenever a session gets a terminal, as
+# some of the scaffold step's do (a nop attempt's sessions may not have).
+LOGIN_RECORDS = ("/var/log/wtmp", "/var/log/lastlog", "/var/log/btmp")
+
+
+def changes_now(state_home: Path, attempt: Path) -> list[str]:
+    """What has been changed on the attempt's machine so far: its overlay's upper layer, less
+    what the harness wrote before boot (deploybench.local.machine.changed_files)."""
+    from deploybench.local import machine
+
+    uppers = UpperLayerWatch(state_home, [], "")._uppers(attempt)
+    assert len(uppers) == 1, uppers
+    return machine.changed_files(state_home, uppers[0].parent.parent.name)
+
+
+def looker(state_home: Path, attempt: Path, into: list[str]):
+    """A first-request hook that keeps changes_now's rows in `into` (its error as a row: the
+    server's thread must answer the agent whatever the look found)."""
+
+    def look() -> None:
+        try:
+            into.extend(changes_now(state_home, attempt))
+        except Exception as exc:  # noqa: BLE001 - shown by the test's assertion instead
+            into.append(f"look failed\t{exc!r}")
+
+    return look
+
+
+def beyond_the_prefix(rows: list[str], nop_rows: list[str], scaffold: str) -> list[str]:
+    """The changes a scaffold made outside its prefix: what its machine holds at the agent's
+    first model call that a `nop` attempt's machine (same task, same stages) did not hold
+    after its stop, other than the prefix and the harness's own folder."""
+    nop = {row.split("\t", 1)[1] for row in nop_rows}
+    prefix = f"/opt/deploybench-agent/{scaffold}/"
+    return [
+        row
+        for row in rows
+        if (path := row.split("\t", 1)[1]) not in nop
+        and not path.startswith((prefix, HARNESS_FOLDER))
+        and path not in LOGIN_RECORDS
+    ]
+
+
 def files_holding(folder: Path, needle: str) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
 
@@ -185,9 +230,20 @@ def test_codex_and_claude_code_solve_the_demo(root_host, runs, state_home, tmp_p
     codex_script, claude_script = codex_solution(), claude_solution()
     run_dir = runs / "cli"
     attempts = {a: run_dir / TASK / a / "1" for a in ("codex", "claude-code")}
+    at_first_call: dict[str, list[str]] = {"codex": [], "claude-code": []}
     with (
-        ScriptedLLM(codex_script, dialect="codex") as codex,
-        ScriptedLLM(claude_script, dialect="claude") as claude,
+        ScriptedLLM(
+            codex_script,
+            dialect="codex",
+            on_first_request=looker(state_home, attempts["codex"], at_first_call["codex"]),
+        ) as codex,
+        ScriptedLLM(
+            claude_script,
+            dialect="claude",
+            on_first_request=looker(
+                state_home, attempts["claude-code"], at_first_call["claude-code"]
+            ),
+        ) as claude,
     ):
         config = tmp_path / "agents.yaml"
         config.write_text(
@@ -207,8 +263,8 @@ def test_codex_and_claude_code_solve_the_demo(root_host, runs, state_home, tmp_p
         started = time.monotonic()
         with UpperLayerWatch(state_home, list(attempts.values()), CANARY) as watch:
             run_cli(
-                "run", "--agent", "codex,claude-code", "--agent-config", config,
-                "--tasks", TASK, "--parallel", "2", "--run-id", "cli",
+                "run", "--agent", "codex,claude-code,nop", "--agent-config", config,
+                "--tasks", TASK, "--parallel", "3", "--run-id", "cli",
                 # The task's 600 s were nearly used up by apt-get at load average 15.
                 "--agent-seconds", "1500",
                 env={"OPENAI_API_KEY": CANARY, "ANTHROPIC_API_KEY": CANARY}, timeout=2300,
@@ -221,14 +277,27 @@ def test_codex_and_claude_code_solve_the_demo(root_host, runs, state_home, tmp_p
         r["agent"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())
     }
     infra = run_dir / "infra_errors.jsonl"
-    assert set(rows) == {"codex", "claude-code"}, infra.read_text() if infra.is_file() else rows
-    for name, row in rows.items():
+    assert set(rows) == {"codex", "claude-code", "nop"}, (
+        infra.read_text() if infra.is_file() else rows
+    )
+    for name in attempts:
+        row = rows[name]
         log = (attempts[name] / "agent.log").read_text(errors="replace")
         assert row["status"] == "completed", row
         assert row["passed"], (name, log[-4000:])
         assert row["stop_type"] == "self_stop", row
         assert row["runbook_status"] == "SUCCESS"
         assert (attempts[name] / "trajectory.native.jsonl").is_file()
+
+    # The machine was bare when each agent started: at its first model call nothing had
+    # changed but its scaffold's prefix, the harness's own folder and what the harness changes
+    # for every agent (the nop attempt's machine after its stop).
+    nop_rows = (run_dir / TASK / "nop" / "1" / "state" / "changed_files.txt").read_text()
+    for name, rows_then in at_first_call.items():
+        print(f"{name}: {len(rows_then)} changed files at its first call")
+        assert any(f"/opt/deploybench-agent/{name}/npm/" in r for r in rows_then), rows_then[:20]
+        beyond = beyond_the_prefix(rows_then, nop_rows.splitlines(), name)
+        assert beyond == [], (name, beyond)
 
     # Both agents called their server after their machine was ready: the README's figure.
     assert all(s is not None and s > 0 for s in first_calls.values()), first_calls

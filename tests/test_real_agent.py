@@ -12,6 +12,7 @@ import yaml
 from deploybench import runfolder, trajectories
 from tests.conftest import REPO, run_cli
 from tests.scripted_llm import ScriptedLLM, legacycalc_solution, never_finishes, print_first_calls
+from tests.test_cli_agents import beyond_the_prefix, looker
 
 pytestmark = [pytest.mark.slow, pytest.mark.privileged]
 
@@ -40,7 +41,14 @@ def test_mini_swe_agent_solves_the_demo_and_stops_at_its_step_limit(
     # Two attempts at once, each with its own scripted server named by its spec's base_url:
     # one that solves the task, one that never finishes and must stop at its step limit
     # (3 here, to keep it short).
-    with ScriptedLLM(legacycalc_solution()) as llm, ScriptedLLM(never_finishes()) as looping:
+    run_dir = runs / "mini"
+    attempt = run_dir / TASK / "mini-swe-agent" / "1"
+    at_first_call: list[str] = []
+    solving = ScriptedLLM(
+        legacycalc_solution(),
+        on_first_request=looker(state_home, attempt, at_first_call),
+    )
+    with solving as llm, ScriptedLLM(never_finishes()) as looping:
         config = agent_config(
             tmp_path,
             {
@@ -50,13 +58,11 @@ def test_mini_swe_agent_solves_the_demo_and_stops_at_its_step_limit(
         )
         started = time.monotonic()
         run_cli(
-            "run", "--agent", "mini-swe-agent,mini-looping", "--agent-config", config,
-            "--tasks", TASK, "--parallel", "2", "--run-id", "mini",
+            "run", "--agent", "mini-swe-agent,mini-looping,nop", "--agent-config", config,
+            "--tasks", TASK, "--parallel", "3", "--run-id", "mini",
             env={"OPENAI_API_KEY": DUMMY_KEY},
         )  # fmt: skip
         print(f"both attempts: {time.monotonic() - started:.1f} s")
-    run_dir = runs / "mini"
-    attempt = run_dir / TASK / "mini-swe-agent" / "1"
     # Machine ready to the first model call, as for the other agents (both installs at once).
     first_calls = print_first_calls(
         {
@@ -66,7 +72,7 @@ def test_mini_swe_agent_solves_the_demo_and_stops_at_its_step_limit(
     )
     results = (run_dir / "results.jsonl").read_text().splitlines()
     rows = {r["agent"]: r for r in map(json.loads, results)}
-    assert len(results) == 2 and set(rows) == {"mini-swe-agent", "mini-looping"}
+    assert len(results) == 3 and set(rows) == {"mini-swe-agent", "mini-looping", "nop"}
     row = rows["mini-swe-agent"]
     assert row["status"] == "completed", row
     assert row["passed"], (attempt / "agent.log").read_text()[-3000:]
@@ -107,6 +113,15 @@ def test_mini_swe_agent_solves_the_demo_and_stops_at_its_step_limit(
     [copied] = [m for m in made if "publish" not in m]
     assert built["claim"]["build"] and copied["claim"]["sha256"] == built["publish"]["sha256"]
     assert built["key"] == copied["key"] and built["system_packages"] == []
+
+    # The machine was bare when the agent started: at its first model call, nothing had
+    # changed on it but the scaffold's prefix, the harness's own folder and what the harness
+    # changes for every agent (a nop attempt's machine, listed after its stop).
+    nop_rows = (run_dir / TASK / "nop" / "1" / "state" / "changed_files.txt").read_text()
+    print(f"at the first call: {len(at_first_call)} changed files")
+    assert at_first_call, "the first call's look at the machine found nothing (not even the prefix)"
+    assert any("/opt/deploybench-agent/mini-swe-agent/venv/" in r for r in at_first_call)
+    assert beyond_the_prefix(at_first_call, nop_rows.splitlines(), "mini-swe-agent") == []
 
     # The agent that never finishes stopped at its step limit.
     row = rows["mini-looping"]

@@ -244,9 +244,7 @@ def test_a_hung_agent_install_is_an_infra_error_and_leaves_no_machine(
     assert len(tries) == 3  # tried again twice, on fresh machines
     for line in tries:
         reason = json.loads(line)["reason"]
-        assert "the scaffold's install failed" in reason and "Timed out after 3 s" in reason, (
-            reason
-        )
+        assert "the scaffold's install failed" in reason and "Timed out after 3 s" in reason, reason
     assert not machine_processes(state_home)
     assert "sleep 900" not in host_processes()
 
