@@ -84,3 +84,25 @@ def test_a_cloud_machine_fetches_the_python_its_image_lacks_into_the_prefix():
 
     assert get_backend("aws").fetches_python and get_backend("gcp").fetches_python
     assert not get_backend("local").fetches_python
+
+
+@pytest.mark.parametrize(("value", "says"), [(None, "unset"), ("", "empty")])
+def test_a_key_the_controller_lacks_is_one_line_before_any_machine(
+    runs, state_home, monkeypatch, value, says
+):
+    """An agent given no key would fail on its first model call, and the row would read as
+    the model's FAIL: the run is refused before the cost prompt and any machine."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    spec = REPO / "agents" / "openhands.yaml"
+    args = ["run", "--agent", "openhands", "--agent-config", spec, "--image", "debian13"]
+    args += ["--tasks", "legacycalc_demo24", "--run-id", "nokey"]
+    env = {} if value is None else {"OPENAI_API_KEY": value}
+    proc = run_cli(*args, env=env, check=False)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    needs = "agent openhands needs OPENAI_API_KEY from the controller's environment"
+    assert f"{needs}, which has it {says}" in line, line
+    assert not (runs / "nokey").exists()
+    assert not (state_home / "deployments").exists() or not any(
+        (state_home / "deployments").iterdir()
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,6 +193,20 @@ def platform_problems(
                 f"{offered[image]}: {hint}"
             )
     return lines
+
+
+def missing_keys(specs: list[AgentSpec], environ: Mapping[str, str]) -> list[str]:
+    """The keys the agents' specs take from the controller's environment that it lacks or holds
+    empty, one line each: an agent given an empty key fails on its first model call, and that
+    would be scored as the model's failure. Checked before the cost prompt and any machine."""
+    return [
+        f"agent {spec.name} needs {name} from the controller's environment, which has it "
+        f"{'empty' if name in environ else 'unset'}: set it, or drop {name} from the spec's "
+        "env_from_controller"
+        for spec in specs
+        for name in spec.env_from_controller
+        if not environ.get(name)
+    ]
 
 
 def spec_problems(specs: Any, where: str) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from deploybench import catalog, runfolder
-from deploybench.attempt.agents import AgentSpec, load_agent, platform_problems
+from deploybench.attempt.agents import AgentSpec, load_agent, missing_keys, platform_problems
 from deploybench.backends import get_backend
 from deploybench.catalog import load_tasks
 from deploybench.errors import DeployBenchError
@@ -180,6 +181,8 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
     image = spec.image or chosen_backend.default_image
     offered = chosen_backend.image_pythons
     for problem in platform_problems(agents, image, offered, chosen_backend.fetches_python):
+        raise DeployBenchError(problem)
+    for problem in missing_keys(agents, os.environ):
         raise DeployBenchError(problem)
     chosen_backend.check()
     if not request.resume:
