@@ -153,6 +153,9 @@ class AgentSpec:
     converter: str = "contract5"
     # An OpenAI-compatible endpoint, for {llm_base_url} in the command.
     base_url: str = ""
+    # The provider's API at base_url: "openai" (any OpenAI-compatible server) or "anthropic";
+    # how the pre-flight call is made (deploybench/attempt/provider_check.py).
+    api: str = "openai"
     # Names of environment variables (API keys) passed from the controller's environment to
     # the agent's process at launch; their values are never written to the run folder.
     env_from_controller: list[str] = field(default_factory=list)
@@ -263,5 +266,6 @@ def load_agent(name: str, config: Path | None = None, llm_base_url: str | None =
         max_steps=spec.get("max_steps", 0),
         converter=spec.get("converter", "contract5"),
         base_url=llm_base_url or spec.get("base_url") or "",
+        api=spec.get("api", "openai"),
         env_from_controller=list(spec.get("env_from_controller") or []),
     )

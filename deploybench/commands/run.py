@@ -184,6 +184,10 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
         raise DeployBenchError(problem)
     for problem in missing_keys(agents, os.environ):
         raise DeployBenchError(problem)
+    from deploybench.attempt import provider_check
+
+    for problem in provider_check.problems(agents, os.environ):
+        raise DeployBenchError(problem)
     chosen_backend.check()
     if not request.resume:
         from deploybench.run import costs
