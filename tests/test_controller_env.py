@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 import threading
 
+import pytest
+
 from deploybench.attempt import ansible
 
 LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
@@ -13,6 +15,8 @@ UNRELATED = "controllerSecret-not-for-playbooks-3141"
 PASSED = "agentKey-passed-on-purpose-2718"
 
 
+# Over 4 s: the play keeps running (sleep 3) so its folder can be watched meanwhile.
+@pytest.mark.slow
 def test_a_running_playbook_leaves_no_environment_value_on_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("SOME_PROVIDER_TOKEN", UNRELATED)
     monkeypatch.setenv("AGENT_API_KEY", PASSED)

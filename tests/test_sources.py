@@ -406,6 +406,9 @@ def test_stage_onto_a_fresh_local_machine(
     assert not any((state_home / "deployments").glob("*"))
 
 
+# It makes a local machine to stage onto, as the test above does.
+@pytest.mark.slow
+@pytest.mark.privileged
 def test_stage_of_a_demo_task_names_its_paper_text(root_host, state_home, runs):
     out = run_cli("stage", "--task", "legacycalc_demo24").stdout
     assert "paper: paper.md (the task's paper text)" in out

@@ -128,7 +128,7 @@ def test_qsym_seed_copier_fails_on_this_host(tmp_path):
 
 
 @pytest.mark.parametrize("task_id", TASKS)
-def test_task_says_whether_it_runs_here(task_id):
+def test_task_says_it_cannot_run_here_and_what_its_reference_role_follows(task_id):
     task = yaml.safe_load((REPO / "tasks" / task_id / "task.yaml").read_text())
     assert task["runs_here"]["local"] == "no"
     assert "reference role" in task["runs_here"]["why"]

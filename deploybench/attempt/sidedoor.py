@@ -2,7 +2,8 @@
 on the controller, and the results row's outcome read back from what that door wrote. The
 playbook knocks with the `sidedoor` action (roles/run/action_plugins/sidedoor.py), which calls
 `answer` in Ansible's own worker process, so no interpreter is started for it; a person at a
-shell knocks with `python -m deploybench.attempt.sidedoor VERB ...`, which calls the same `answer`.
+shell knocks with `python -m deploybench.attempt.sidedoor begin|finish|broken ...`, which calls
+the same `answer` (the verbs after those three are the playbook's alone).
 
     begin     load and validate the task (once per attempt), plan the staging, find the trusted
               busybox and write the verifier's machine side; print all of it as one JSON
@@ -15,8 +16,8 @@ shell knocks with `python -m deploybench.attempt.sidedoor VERB ...`, which calls
               run from outside the machine (deploybench/local/after_agent.py): the playbook
               ends there and the runner judges the attempt
     doors     the digests of the login's doors before the agent and after it (deploybench/
-              doors.py), for a backend whose stages after the agent log in: a changed door is
-              judged tampered at once
+              verify/doors.py), for a backend whose stages after the agent log in: a changed
+              door is judged tampered at once
     scaffold  the agent scaffold's cache on the controller (deploybench/attempt/
               scaffold_cache.py): claim (an archive to copy in, or this attempt builds it),
               publish the archive the build left, or release a failed build's claim; what the
@@ -183,8 +184,8 @@ def handover(attempt: Path, facts: dict[str, Any]) -> dict[str, Any]:
 
 def doors(attempt: Path, stage: str, listing: str, backend: str, host: str) -> dict[str, Any]:
     """The doors' digests of a machine the stages after the agent log in to (deploybench/
-    doors.py). Before the agent: kept, and the backend notes what it compares against. After
-    it: compared, the findings kept for the judgment; `judged` when a door changed (the
+    verify/doors.py). Before the agent: kept, and the backend notes what it compares against.
+    After it: compared, the findings kept for the judgment; `judged` when a door changed (the
     attempt is then judged tampered at once, and nothing more runs on the machine)."""
     from deploybench.backends import get_backend
     from deploybench.verify import doors as door_digests
@@ -266,8 +267,8 @@ def broken_by_agent(
     attempt: Path, agent_rc: int, agent_seconds: float, what: str, finding: str, detail: str
 ) -> dict[str, Any]:
     """A machine on which a harness stage could not run after the agent (deploybench/
-    stage_failures.py): machine_broken, judged from a probe line that says what failed;
-    nothing more of the machine could be read."""
+    attempt/stage_failures.py): machine_broken, judged from a probe line that says what
+    failed; nothing more of the machine could be read."""
     detail = " ".join(detail.split())[:250]
     Path(files(attempt)["probe"]).write_text(f"PROBE {what} broken {finding}: {detail}\n")
     return broken(attempt, agent_rc, agent_seconds)
