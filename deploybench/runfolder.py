@@ -62,6 +62,8 @@ DOORS_BEFORE = (
 DOOR_FINDINGS = "doors.txt"  # raw DOOR/STARTUP lines: what changed in them during the agent
 VOLUME_SCAN = "volume_scan.json"  # the snapshots of a cloud machine's volume and their scan
 SCAFFOLD = "scaffold.json"  # how the agent's scaffold reached the machine: built or from cache
+VARIANT = "variant.json"  # the verifier's drawn variant (verify/bank.py), the controller's alone
+VARIANTS_DIR = "variants"  # a bank's real runs of the experiment (validate-references --bank)
 # Folders of an attempt.
 STATE_DIR = "state"  # the agent's machine after it stopped
 CHANGED_FILES = "changed_files.txt"  # in STATE_DIR: what the agent changed (local backend)
@@ -105,6 +107,8 @@ ATTEMPT_FILES = (
     DOOR_FINDINGS,
     VOLUME_SCAN,
     SCAFFOLD,
+    VARIANT,
+    VARIANTS_DIR,
 )
 
 
@@ -283,6 +287,9 @@ class Stop:
     agent_rc: int | None
     agent_seconds: float
     timed_out: bool
+    # The variant the experiment ran (id and inputs; `bank: none` without one), never its
+    # expected results. Optional: older verify.json files lack it.
+    variant: dict[str, Any] | None = None
     killed_processes: int = 0
 
 
@@ -320,6 +327,25 @@ def write_verify(attempt: Path, verify: Verify) -> None:
 def read_verify(attempt: Path) -> Verify:
     path = Path(attempt) / VERIFY
     return _typed(Verify, path, read_json(path))
+
+
+def write_variant(attempt: Path, variant: dict[str, Any]) -> None:
+    _write_json(Path(attempt) / VARIANT, variant)
+
+
+def read_variant(attempt: Path) -> dict[str, Any] | None:
+    path = Path(attempt) / VARIANT
+    return read_json(path) if path.is_file() else None
+
+
+def variants_drawn(run_dir: Path, task_id: str) -> set[str]:
+    """The bank variants the run's attempts of a task were given so far (any agent)."""
+    ids = set()
+    for path in Path(run_dir).glob(f"{task_id}/*/*/{VARIANT}"):
+        variant = read_json(path)
+        if isinstance(variant, dict) and variant.get("id"):
+            ids.add(variant["id"])
+    return ids
 
 
 def write_verdict(attempt: Path, verdict: dict[str, Any]) -> None:

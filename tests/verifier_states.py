@@ -36,9 +36,11 @@ def edit(path, old, new):
     path.write_text(text.replace(old, new))
 
 
-def run_experiment(task_id, workdir, log_dir, seconds=300):
+def run_experiment(task_id, workdir, log_dir, seconds=300, inputs=None, variant=None):
     """The task's machine side on this host as the verify_hidden role runs it on a machine: the
-    trusted busybox shell, a clean environment, a tools folder; then the verdict judged here."""
+    trusted busybox shell, a clean environment, a tools folder; then the verdict judged here.
+    INPUTS: the variant's inputs (default: drawn at random, as without a bank); VARIANT: a bank
+    variant ({id, inputs, expected, spread}) whose results are judged too."""
     bb = toolkit.busybox()
     tools = log_dir.parent / f"{log_dir.name}-tools"
     scratch = log_dir.parent / f"{log_dir.name}-scratch"
@@ -47,7 +49,9 @@ def run_experiment(task_id, workdir, log_dir, seconds=300):
     (tools / "busybox").symlink_to(bb)
     (tools / "sh").symlink_to(bb)
     script = tools / "experiment.sh"
-    script.write_text(verification.machine_script(task_id))
+    if variant is not None:
+        inputs = variant["inputs"]
+    script.write_text(verification.machine_script(task_id, inputs=inputs))
     env = {
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
         "WORKDIR": str(workdir),
@@ -62,7 +66,15 @@ def run_experiment(task_id, workdir, log_dir, seconds=300):
         timeout=seconds + 30,
     )
     assert proc.returncode == 0, (log_dir / "verifier_stdout.log").read_text()
-    return verdict(task_id, log_dir)
+    result = verdict(task_id, log_dir)
+    if variant is not None:
+        from deploybench.verify import bank
+
+        checks = bank.judge(bank.spec_of(task_id), variant, log_dir)
+        result["layer2"]["checks"] += checks
+        if not all(c["passed"] for c in checks):
+            result["layer2"]["passed"] = result["passed"] = False
+    return result
 
 
 # ---- the shape every verifier, recorded state and reference role must have ----

@@ -77,8 +77,11 @@ def begin(
     cpu_only: bool = False,
     tasks_dir: Path = TASKS_DIR,
     root: Path = REPO_ROOT,
+    bank_dir: str | None = None,
 ) -> dict[str, Any]:
-    """Everything the playbook needs from the controller before it touches the machine."""
+    """Everything the playbook needs from the controller before it touches the machine. The
+    verifier's variant is drawn here (from the bank in BANK_DIR where the task has one) and
+    kept in the attempt folder: the machine sees its inputs only when the experiment runs."""
     from deploybench.attempt import agents
     from deploybench.catalog import staging
 
@@ -102,12 +105,23 @@ def begin(
         "files": paths,
     }
     if not stage_only:
-        from deploybench.verify import toolkit, verification
+        import random
+
+        from deploybench.verify import bank, toolkit, verification
 
         verification.load_checks(task_id)  # a task whose checks do not validate is not run
+        variant = bank.drawn(
+            task_id,
+            bank.root(bank_dir),
+            runfolder.variants_drawn(attempt.parent.parent.parent, task_id),
+            random.SystemRandom(),
+        )
+        runfolder.write_variant(attempt, variant)
         script = Path(paths["machine_script"])
         # CPU_ONLY=1 only in the CPU validation of a GPU task (deploybench ... --cpu-only).
-        script.write_text(verification.machine_script(task_id, cpu_only=cpu_only))
+        script.write_text(
+            verification.machine_script(task_id, cpu_only=cpu_only, inputs=variant.get("inputs"))
+        )
         script.chmod(0o600)
         from deploybench.verify import doors as door_digests
 
@@ -346,6 +360,7 @@ def answer(verb: str, args: dict[str, Any]) -> dict[str, Any]:
             folder,
             stage_only=bool(args.get("stage_only")),
             cpu_only=bool(args.get("cpu_only")),
+            bank_dir=args.get("bank_dir") or None,
         )
     attempt = Path(args["attempt"])
     evidence = args.get("evidence")
@@ -429,11 +444,18 @@ _ATTEMPT = click.Path(file_okay=False, path_type=Path)
 @click.option("--host", default="machine", help="Names the folder a run by hand gets.")
 @click.option("--cpu-only/--not-cpu-only", default=False, help="The CPU validation of a GPU task.")
 @click.option("--stage-only/--not-stage-only", default=False, help="No verifier is needed.")
+@click.option("--bank-dir", default="", help="The operator's variant banks (verify/bank.py).")
 def _begin(
-    task_id: str, agent: str, attempt: str, host: str, stage_only: bool, cpu_only: bool
+    task_id: str,
+    agent: str,
+    attempt: str,
+    host: str,
+    stage_only: bool,
+    cpu_only: bool,
+    bank_dir: str,
 ) -> None:
     args = {"task": task_id, "agent": agent, "attempt": attempt, "host": host}
-    args |= {"stage_only": stage_only, "cpu_only": cpu_only}
+    args |= {"stage_only": stage_only, "cpu_only": cpu_only, "bank_dir": bank_dir}
     click.echo(json.dumps(answer("begin", args)))
 
 

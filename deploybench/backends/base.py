@@ -144,6 +144,21 @@ class Backend(ABC):
         # Reached only by a caller that ignored judges_from_outside: a harness bug, never input.
         raise NotImplementedError(f"the {self.name} backend judges through the machine")
 
+    makes_banks = False
+
+    def experiment_again(
+        self,
+        machines: dict[str, dict],
+        attempt: Path,
+        hand: dict[str, Any],
+        script: str,
+        logs: Path,
+    ) -> tuple[int, float]:
+        """The verifier's experiment once more on a judged machine (a variant bank's real runs):
+        its exit code and seconds. Only for a backend that makes_banks."""
+        # Reached only by a caller that ignored makes_banks: a harness bug, never input.
+        raise NotImplementedError(f"the {self.name} backend makes no variant banks")
+
     @abstractmethod
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:
         """The Terraform variables of the backend's root for this request."""

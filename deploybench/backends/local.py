@@ -144,6 +144,22 @@ class LocalBackend(Backend):
 
         return after_agent.judge(state_home(), next(iter(machines)), attempt, task_id, hand)
 
+    # The experiment runs from the host on the judged machine's layers as often as asked.
+    makes_banks = True
+
+    def experiment_again(
+        self,
+        machines: dict[str, dict],
+        attempt: Path,
+        hand: dict[str, Any],
+        script: str,
+        logs: Path,
+    ) -> tuple[int, float]:
+        from deploybench.local import after_agent
+
+        name = next(iter(machines))
+        return after_agent.experiment_again(state_home(), name, attempt, hand, script, logs)
+
     def before_apply(self, request: MachineRequest, folder: Path) -> None:
         image = request.image or self.default_image
         with _image_build:

@@ -91,7 +91,20 @@ _BASE = {
     "about": {"type": "string"},
     # Only `true`: a check is GPU evidence or says nothing about it (gpu_used always is).
     "gpu": {"const": True},
+    # The fakes this check defeats (docs/verification.md): what the verifier's tests play
+    # against it, so a published verifier states which fake each of its rules stops.
+    "defeats": {"type": "array", "items": {"enum": None}, "minItems": 1, "uniqueItems": True},
 }
+# The fakes an agent that has read verifiers/ could leave instead of the real artifact.
+FAKES = (
+    "echo",  # prints back what the verifier drew (a seed, a nonce, a size)
+    "constant",  # prints a value the public verifier or paper shows
+    "stub_interpreter",  # an interpreter (python, java, Rscript) that is a script or a wrapper
+    "stub_binary",  # a tiny ELF, or a renamed program, that launches a script
+    "plain_shell",  # the pipeline run by plain shell or a system tool instead of the artifact
+    "replay",  # logs or outputs of an earlier real run, copied in
+)
+_BASE["defeats"]["items"]["enum"] = list(FAKES)
 _REGEXES = {"type": "array", "items": {"type": "string"}, "minItems": 1}
 _NUMBERS = {"type": "array", "items": {"type": "number"}, "minItems": 1}
 _ARRAY_NAME = {"type": "string", "pattern": "^[A-Za-z0-9_]+$"}
@@ -109,11 +122,82 @@ def _kind(name: str, props: dict[str, Any], required: list[str] | None = None, *
     }
 
 
+# A variant input's name becomes the experiment's VARIANT_<NAME> variable; a value is a number
+# or a short word (no quoting reaches the machine's shell: see verify/bank.py).
+_INPUT_NAME = "^[a-z][a-z0-9_]{0,30}$"
+_WORD = {"type": "string", "pattern": "^[A-Za-z0-9_.:+-]{1,64}$"}
+VARIANTS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["about", "inputs", "results"],
+    "additionalProperties": False,
+    "properties": {
+        "about": {"type": "string", "minLength": 20},
+        "inputs": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"pattern": _INPUT_NAME},
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "minProperties": 1,
+                "maxProperties": 1,
+                "properties": {
+                    "int": {
+                        "type": "array",
+                        "items": {"type": "integer"},
+                        "minItems": 2,
+                        "maxItems": 2,
+                    },
+                    "float": {
+                        "type": "array",
+                        "items": {"type": "number"},
+                        "minItems": 2,
+                        "maxItems": 2,
+                    },
+                    "choice": {
+                        "type": "array",
+                        "minItems": 2,
+                        "uniqueItems": True,
+                        "items": {"anyOf": [{"type": "number"}, _WORD]},
+                    },
+                },
+            },
+        },
+        # Each result: a value the real code produced for the drawn inputs, read from a
+        # collected file by the pattern's first group; numbers compared within a tolerance
+        # (the larger of abs, rel times the recorded value, and 3 times the spread measured
+        # over repeated real runs), anything else exactly.
+        "results": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["name", "file", "pattern"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+                    "file": _BASE["file"],
+                    "pattern": {"type": "string"},
+                    "about": {"type": "string"},
+                    "abs": {"type": "number", "minimum": 0},
+                    "rel": {"type": "number", "minimum": 0},
+                    "text": {"const": True},
+                    "defeats": _BASE["defeats"],
+                },
+            },
+        },
+        # How many of a bank's variants are run twice when it is made: their spread widens
+        # the tolerances (the default is 2).
+        "repeats": {"type": "integer", "minimum": 1, "maximum": 10},
+    },
+}
+
 CHECKS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["checks"],
     "additionalProperties": False,
     "properties": {
+        "variants": VARIANTS_SCHEMA,
         "checks": {
             "type": "array",
             "minItems": 1,
@@ -232,14 +316,23 @@ CHECKS_SCHEMA: dict[str, Any] = {
                     ),
                 ],
             },
-        }
+        },
     },
 }
 
 
 def load(path: Path | str) -> list[dict[str, Any]]:
     """The checks of a checks.yaml, validated against CHECKS_SCHEMA (one-line errors)."""
-    path = Path(path)
+    return _load_file(Path(path))["checks"]
+
+
+def load_variants(path: Path | str) -> dict[str, Any] | None:
+    """The `variants` of a checks.yaml (what a variant bank of the task holds), validated; None
+    when the task's verifier draws no variants."""
+    return _load_file(Path(path)).get("variants")
+
+
+def _load_file(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -273,7 +366,23 @@ def load(path: Path | str) -> list[dict[str, Any]]:
                     f"{path}: field checks/{i}: mean, std and every row (features, label) "
                     f"must agree on {width} features"
                 )
-    return data["checks"]
+    variants = data.get("variants") or {}
+    results = [r["name"] for r in variants.get("results", [])]
+    for i, result in enumerate(variants.get("results", [])):
+        if results.index(result["name"]) != i:
+            raise DeployBenchError(f"{path}: field variants/results/{i}/name: used twice")
+        try:
+            if re.compile(result["pattern"]).groups < 1:
+                raise DeployBenchError(
+                    f"{path}: field variants/results/{i}/pattern: needs a group (the value)"
+                )
+        except re.error as exc:
+            raise DeployBenchError(f"{path}: field variants/results/{i}/pattern: {exc}") from None
+    for name, space in variants.get("inputs", {}).items():
+        bounds = space.get("int") or space.get("float")
+        if bounds and bounds[0] >= bounds[1]:
+            raise DeployBenchError(f"{path}: field variants/inputs/{name}: empty range {bounds}")
+    return data
 
 
 def _as_list(value: Any) -> list[Any]:

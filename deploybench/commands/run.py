@@ -103,6 +103,8 @@ class RunRequest:
     llm_base_url: str | None = None
     source_mirror: Path | None = None
     cpu_only: bool = False
+    bank_dir: Path | None = None
+    bank: int = 0
 
 
 def _run_dir(request: RunRequest) -> tuple[str, Path]:
@@ -189,6 +191,7 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
     for problem in provider_check.problems(agents, os.environ):
         raise DeployBenchError(problem)
     chosen_backend.check()
+    banks = _banks(request, chosen_backend, chosen)
     if not request.resume:
         from deploybench.run import costs
 
@@ -212,9 +215,36 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
             agent_seconds=spec.agent_seconds,
             upload=spec.upload,
             cpu_only=cpu_only,
+            bank_dir=banks,
+            bank_size=request.bank,
         )
     )
     return run_dir, runner.run()
+
+
+def _banks(request: RunRequest, backend, chosen: dict[str, dict]) -> Path | None:
+    """The bank folder (--bank-dir, else $DEPLOYBENCH_BANK); for --bank N, checked before any
+    machine: a folder to write, a backend that runs the experiment again, tasks that declare
+    variants."""
+    from deploybench.verify import bank
+
+    folder = bank.root(request.bank_dir)
+    if not request.bank:
+        return folder
+    if folder is None:
+        raise DeployBenchError(
+            f"--bank needs a folder for the banks: --bank-dir PATH or ${bank.BANK_ENV} (the "
+            "operator's, outside the repository: a bank holds the verifiers' answers)"
+        )
+    if not backend.makes_banks:
+        raise DeployBenchError(f"--bank: the {backend.name} backend makes no banks (local does)")
+    without = [t for t in chosen if bank.spec_of(t) is None]
+    if without:
+        raise DeployBenchError(
+            f"--bank: no variants declared in the checks.yaml of {', '.join(without)}"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _split(names: str | None) -> list[str]:
@@ -309,6 +339,14 @@ CPU_ONLY_HELP = (
     "from instead of the network (see deploybench sources sync).",
 )
 @click.option("--cpu-only", is_flag=True, help=CPU_ONLY_HELP)
+@click.option(
+    "--bank-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The operator's folder of variant banks (default: $DEPLOYBENCH_BANK). Each attempt's "
+    "verifier draws a variant of its task's bank there; without one its inputs are drawn at "
+    "random and its verdict says bank: none.",
+)
 def run(**kwargs) -> None:
     """Run agents on tasks: a fresh machine per attempt, destroyed after; the hidden verifier
     judges each; results go to runs/<run-id>/results.jsonl. Ctrl-C leaves no machine behind;
@@ -351,6 +389,13 @@ def record_validated(path: Path, row: dict, image: str, left_out: list[str] | No
     path.write_text(new)
 
 
+def _bank_lines(run_dir: Path, rows: list[dict]) -> None:
+    for row in rows:
+        note = runfolder.attempt_of(run_dir, row) / runfolder.VARIANTS_DIR / "bank.txt"
+        last = note.read_text().strip().splitlines()[-1] if note.is_file() else "no bank made"
+        click.echo(f"{row['task_id']}: {last}")
+
+
 @click.command("validate-references")
 @click.option("--tasks", default=None, help="Task ids, comma-separated.")
 @click.option("--demo", is_flag=True, help="All demo tasks.")
@@ -370,6 +415,22 @@ def record_validated(path: Path, row: dict, image: str, left_out: list[str] | No
     help="GPU tasks on a machine without a GPU: recorded as a CPU validation (cpu_only, the "
     "GPU-evidence checks left out), never as a full one. " + CPU_ONLY_HELP,
 )
+@click.option(
+    "--bank-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The operator's folder of variant banks (default: $DEPLOYBENCH_BANK). Each attempt's "
+    "verifier draws a variant of its task's bank there; without one its inputs are drawn at "
+    "random and its verdict says bank: none.",
+)
+@click.option(
+    "--bank",
+    type=click.IntRange(0, 500),
+    default=0,
+    help="After a reference passes, run its verifier's experiment again on N drawn variants "
+    "(and a few twice, for the spread) on its final machine, and record their results as the "
+    "task's bank in --bank-dir (local backend).",
+)
 def validate_references(
     tasks: str | None,
     demo: bool,
@@ -378,6 +439,8 @@ def validate_references(
     parallel: int,
     source_mirror: Path | None,
     cpu_only: bool,
+    bank_dir: Path | None,
+    bank: int,
 ) -> None:
     """Run the reference setup of each task on a fresh machine and record in its task.yaml
     when and where it passed the verifier. A failure leaves the record as it was. With
@@ -393,9 +456,13 @@ def validate_references(
             yes=True,
             source_mirror=source_mirror,
             cpu_only=cpu_only,
+            bank_dir=bank_dir,
+            bank=bank,
         )
     )
     Console(width=160).print(results_table(rows))
+    if bank:
+        _bank_lines(run_dir, rows)
     failed = []
     for row in rows:
         task_file = catalog.Task(row["task_id"], tasks_dir=TASKS_DIR).file

@@ -219,7 +219,10 @@ def judge(state_dir: Path, name: str, attempt: Path, task_id: str, hand: dict[st
     judged = integrity.judge(raw_scan, probe.read_text() if probe else None)
     verify_rc, seconds, ran = None, 0.0, False
     if judged["passed"] and files["script"].is_file():
-        verify_rc, seconds = _experiment(state_dir, name, mdir, attempt, files["script"], hand)
+        verify_rc, seconds = _experiment(
+            state_dir, name, mdir, attempt, files["script"].read_text(), hand,
+            attempt / runfolder.VERIFIER_DIR,
+        )  # fmt: skip
         ran = True
     evidence.unpack_state(
         attempt, int(hand["agent_rc"]), float(hand["agent_seconds"]), _agent_processes(rows)
@@ -231,16 +234,31 @@ def judge(state_dir: Path, name: str, attempt: Path, task_id: str, hand: dict[st
     return verdict
 
 
+def experiment_again(
+    state_dir: Path, name: str, attempt: Path, hand: dict[str, Any], script: str, logs: Path
+) -> tuple[int, float]:
+    """The verifier's experiment once more on the judged machine's final state (a variant bank's
+    real runs, validate-references --bank): its exit code and seconds, its logs into LOGS."""
+    mdir = machine.machines_dir(state_dir) / name
+    return _experiment(state_dir, name, mdir, attempt, script, hand, logs)
+
+
 def _experiment(
-    state_dir: Path, name: str, mdir: Path, attempt: Path, script: Path, hand: dict[str, Any]
+    state_dir: Path,
+    name: str,
+    mdir: Path,
+    attempt: Path,
+    script: str,
+    hand: dict[str, Any],
+    logs_dest: Path,
 ) -> tuple[int, float]:
     """Run the verifier's script in its container; its exit code (124 when the wall-clock
-    limit ran out) and seconds. The logs land in the attempt's verifier folder."""
+    limit ran out) and seconds. The logs land in LOGS_DEST."""
     budget = float(hand["verify_seconds"])
     info = machine.read_info(mdir) or {}
     where = _verify_dir(
         mdir / "verify",
-        script.read_text(),
+        script,
         toolkit.busybox(),
         int(info.get("uid_base", images.UID_BASE)),
     )
@@ -270,8 +288,8 @@ def _experiment(
         rc = int(got[0].strip())
     # The script is gone before the logs are read; the logs are copied, then the folder goes.
     (where / "script/verify.sh").unlink(missing_ok=True)
-    error = _take_logs(where / "logs", attempt / runfolder.VERIFIER_DIR)
+    error = _take_logs(where / "logs", logs_dest)
     if error:
-        (attempt / runfolder.VERIFIER_DIR / "logs_cut.txt").write_text(error + "\n")
+        (logs_dest / "logs_cut.txt").write_text(error + "\n")
     shutil.rmtree(where, ignore_errors=True)
     return (124 if rc is None else rc), seconds

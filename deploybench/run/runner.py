@@ -55,6 +55,10 @@ class RunOptions:
     # the experiment's CPU form; verdicts stay normal and a second judgment without the GPU
     # evidence is written beside them (verification.cpu_judgment).
     cpu_only: bool = False
+    # The operator's variant banks (verify/bank.py): where attempts draw their variant from,
+    # and, with bank_size, where validate-references --bank records a passing reference's runs.
+    bank_dir: Path | None = None
+    bank_size: int = 0
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,8 @@ class Runner:
                 extravars["agent_seconds"] = budget
             if self.o.cpu_only:
                 extravars["cpu_only"] = True
+            if self.o.bank_dir:
+                extravars["bank_dir"] = str(self.o.bank_dir)
             outside = self.o.backend.judges_from_outside
             if outside:
                 extravars["post_agent_outside"] = True
@@ -154,6 +160,8 @@ class Runner:
             )
             if outside:
                 judged = self._after_agent(attempt, machines, folder, events)
+                if judged and self.o.bank_size and self._passed(attempt, folder):
+                    self._make_bank(attempt, machines, folder)
             else:
                 judged = stage_failures.judge(result, events, machines, folder)
             self.o.backend.collect_state(machines, folder / runfolder.STATE_DIR)
@@ -198,6 +206,62 @@ class Runner:
             hand["agent_rc"], hand["agent_seconds"] = stage_failures.agent_end(events)
         self.o.backend.after_agent(machines, folder, attempt.task_id, hand)
         return runfolder.has_verdict(folder)
+
+    def _passed(self, attempt: Attempt, folder: Path) -> bool:
+        verdict = runfolder.read_verdict(folder)
+        if not self.o.cpu_only:
+            return bool(verdict["passed"])
+        judgment = verification.cpu_judgment(
+            verdict,
+            verification.load_checks(attempt.task_id),
+            runfolder.read_verify(folder).timed_out,
+        )
+        return bool(judgment["passed"])
+
+    def _make_bank(self, attempt: Attempt, machines: dict[str, dict], folder: Path) -> None:
+        """A passing reference's experiment run again on bank_size drawn variants (and a few
+        twice) on its final machine, their results recorded as the task's bank. A variant
+        whose run fails is kept in the attempt's variants folder and no bank is written."""
+        import random
+
+        from deploybench.verify import bank
+
+        spec = bank.spec_of(attempt.task_id)
+        note = folder / runfolder.VARIANTS_DIR / "bank.txt"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        if spec is None:
+            note.write_text("the task's checks.yaml declares no variants: no bank made\n")
+            return
+        hand = runfolder.read_handover(folder) or {}
+        draws = bank.plan(spec, self.o.bank_size, random.SystemRandom())
+        runs, lines = [], []
+        for i, inputs in enumerate(draws, 1):
+            logs = folder / runfolder.VARIANTS_DIR / f"{i:02d}"
+            script = verification.machine_script(attempt.task_id, self.o.cpu_only, inputs)
+            rc, seconds = self.o.backend.experiment_again(machines, folder, hand, script, logs)
+            lines.append(f"{i:02d} {inputs} rc={rc} {seconds:.1f}s")
+            # Printed above the run's progress bar (rich redirects standard output there).
+            print(
+                f"{attempt.task_id}: bank variant {i}/{len(draws)} {inputs}: rc {rc}, "
+                f"{seconds:.0f} s",
+                flush=True,
+            )
+            if rc != 0:
+                note.write_text("\n".join(lines) + "\nno bank made: a variant's run failed\n")
+                return
+            runs.append({"inputs": inputs, "log_dir": logs, "seconds": seconds})
+        made = {
+            "task": attempt.task_id,
+            "run_id": self.run_id,
+            "at": now(),
+            "backend": self.o.backend.name,
+            "image": self.o.image or self.o.backend.default_image,
+            "cpu_only": self.o.cpu_only,
+            "variants": self.o.bank_size,
+            "experiment_seconds": round(sum(r["seconds"] for r in runs), 1),
+        }
+        path = bank.save(self.o.bank_dir, attempt.task_id, bank.record(spec, runs, made))
+        note.write_text("\n".join(lines) + f"\nbank written: {path}\n")
 
     def _result_line(self, attempt: Attempt, agent: AgentSpec, folder: Path, started_at: str):
         if self.o.cpu_only:

@@ -207,12 +207,43 @@ def judge(
             {"name": "logs_collected", "passed": False, "detail": unpack_error}
         )
         verdict["layer2"]["passed"] = verdict["passed"] = False
+    variant = runfolder.read_variant(attempt) if task_id else None
+    if variant and variant.get("declared"):
+        _judge_variant(verdict, task_id, variant, logs, spec is not None)
     runfolder.write_verdict(attempt, verdict)
     runfolder.write_verify(
         attempt,
-        runfolder.Verify(verifier_rc=rc, seconds=round(seconds, 3), timed_out=timed_out and ran),
+        runfolder.Verify(
+            verifier_rc=rc,
+            seconds=round(seconds, 3),
+            timed_out=timed_out and ran,
+            variant=_shown(variant),
+        ),
     )
     return verdict
+
+
+def _shown(variant: dict | None) -> dict | None:
+    """What verify.json says of the variant: its id, inputs and bank, never the answers."""
+    if not variant or not variant.get("declared"):
+        return None
+    return {k: variant[k] for k in ("bank", "id", "inputs", "reused") if k in variant}
+
+
+def _judge_variant(verdict: dict, task_id: str, variant: dict, logs: Path, judged: bool) -> None:
+    """The bank's comparison, as Layer 2 checks `variant_<result>`: with a bank, each result of
+    the drawn variant must be what the real code gave; without one, nothing is compared and the
+    verdict says so (`bank: none`)."""
+    from deploybench.verify import bank
+
+    verdict["bank"] = variant["bank"]
+    verdict["variant"] = variant.get("id")
+    if variant["bank"] != "present" or not judged:
+        return
+    checks = bank.judge(bank.spec_of(task_id), variant, logs)
+    verdict["layer2"]["checks"].extend(checks)
+    if not all(c["passed"] for c in checks):
+        verdict["layer2"]["passed"] = verdict["passed"] = False
 
 
 def judge_volume_scan(attempt: Path, raw: str) -> dict:

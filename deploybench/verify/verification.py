@@ -251,14 +251,24 @@ def load_checks(task_id: str) -> list[dict[str, Any]]:
     return checks_mod.load(_verifier(task_id).checks)
 
 
-def machine_script(task_id: str, cpu_only: bool = False) -> str:
+def machine_script(
+    task_id: str, cpu_only: bool = False, inputs: Mapping[str, Any] | None = None
+) -> str:
     """What runs on the machine: the shared preamble, then the task's experiment.sh. Both run
     under the controller's busybox shell; neither holds a check (those stay here). CPU_ONLY is
     set here, by the controller, never taken from the machine: 1 only in the CPU validation of a
-    GPU task, where an experiment that names its device asks for the CPU instead."""
+    GPU task, where an experiment that names its device asks for the CPU instead. INPUTS are the
+    attempt's variant (verify/bank.py): VARIANT_<NAME> variables, numbers or words only."""
+    from deploybench.verify import bank
+
     lib = (VERIFIERS_DIR / "global" / EXPERIMENT_LIB).read_text()
     experiment = _verifier(task_id).experiment.read_text()
-    mode = f"CPU_ONLY={int(cpu_only)}\n"
+    if inputs is None:  # by hand or in a test: a variant drawn here, as without a bank
+        import random
+
+        spec = bank.spec_of(task_id)
+        inputs = bank.draw_inputs(spec, random.SystemRandom()) if spec else {}
+    mode = f"CPU_ONLY={int(cpu_only)}\n" + bank.preamble(dict(inputs))
     # It ends with exit 0, so only the trusted `timeout` gives 124, 137 or 143 (its budget ran out).
     return f"{lib}\n{mode}# ---- {task_id}/{catalog.EXPERIMENT_SCRIPT} ----\n{experiment}\nexit 0\n"
 

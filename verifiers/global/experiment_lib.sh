@@ -61,3 +61,61 @@ rc_of() {
   echo "$rc" >"$LOG_DIR/$name.rc"
   return "$rc"
 }
+
+# blob_of FILE: git's blob id of a regular file (what `git hash-object` prints), or `missing`
+# (absent, or a link: the repository's files are never links the experiment follows).
+blob_of() {
+  if [ -f "$1" ] && [ ! -L "$1" ]; then
+    { printf 'blob %s\0' "$(stat -c %s "$1")"; cat "$1"; } | sha1sum | cut -d' ' -f1
+  else
+    echo missing
+  fi
+}
+
+# pinned REL...: for each file of the repository that the experiment executes or imports, a
+# line "REL BLOB" in $LOG_DIR/pinned.txt; checks.yaml compares them with the blobs of the
+# pinned commit (a changed file shows, and fails where it replaces the computation).
+pinned() {
+  for rel in "$@"; do
+    echo "$rel $(blob_of "$WORKDIR/$rel")"
+  done >>"$LOG_DIR/pinned.txt"
+}
+
+# vouch NAME PATH: what the interpreter or runtime at PATH (as the experiment will run it) is,
+# one line in $LOG_DIR/runtime.txt:
+#   NAME PATH -> REAL dpkg PACKAGE      a Debian package lists REAL, and its checksum matches
+#   NAME PATH -> REAL elf SIZE SHA256   an ELF no package vouches for (pip, conda, uv, a build)
+#   NAME PATH -> REAL script FIRSTLINE  a script (a shebang, or text): never an interpreter
+#   NAME PATH -> missing
+# An ELF no package vouches for is collected as runtime_NAME.elf (its first MiB) for an
+# elf_symbols check (a real CPython exports Py_Initialize; a launcher of a script does not).
+vouch() {
+  name=$1
+  path=$2
+  case "$path" in /*) ;; *) path=$(PATH=$SYSTEM_PATH which "$path" 2>/dev/null || echo "$path") ;; esac
+  real=$(readlink -f "$path" 2>/dev/null)
+  if [ -z "$real" ] || [ ! -f "$real" ]; then
+    echo "$name $path -> missing" >>"$LOG_DIR/runtime.txt"
+    return
+  fi
+  magic=$(head -c4 "$real" | od -An -tx1 | tr -d ' \n')
+  if [ "$magic" != 7f454c46 ]; then
+    echo "$name $path -> $real script $(head -c 80 "$real" | head -n 1 | tr -d '\000-\037\177-\377')" >>"$LOG_DIR/runtime.txt"
+    return
+  fi
+  # Debian lists files under /usr and, for merged-/usr aliases, under /bin, /sbin, /lib.
+  alt=$(echo "$real" | sed -n 's#^/usr\(/\(bin\|sbin\|lib\|lib64\)/.*\)#\1#p')
+  sum=$(md5sum "$real" | cut -d' ' -f1)
+  for list in /var/lib/dpkg/info/*.list; do
+    if grep -qxF -e "$real" ${alt:+-e "$alt"} "$list"; then
+      pkg=$(basename "$list" .list)
+      sums="/var/lib/dpkg/info/$pkg.md5sums"
+      if grep -qE "^$sum  (usr/)?${real#/usr/}\$|^$sum  ${real#/}\$" "$sums" 2>/dev/null; then
+        echo "$name $path -> $real dpkg ${pkg%%:*}" >>"$LOG_DIR/runtime.txt"
+        return
+      fi
+    fi
+  done
+  echo "$name $path -> $real elf $(stat -c %s "$real") $(sha256sum "$real" | cut -d' ' -f1)" >>"$LOG_DIR/runtime.txt"
+  collect "$real" "runtime_$name.elf"
+}

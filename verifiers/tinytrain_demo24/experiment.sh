@@ -111,7 +111,9 @@ READINGS
 # the controller), read by busybox's od: a seed below 2**32 and a Fisher-Yates shuffle of the 4
 # columns and of the 3 labels, and 4 signs.
 URANDOM=$(stat -c '%F %t:%T' /dev/urandom 2>&1)
-set -- $(od -An -tu4 -N16 /dev/urandom) 0 0 0 0
+# The draw is the controller's (checks.yaml's variants: VARIANT_*), so a bank can hold the
+# loss and accuracy the real train.py gives for it.
+set -- "$VARIANT_DRAW" "$VARIANT_COLUMNS" "$VARIANT_SIGNS" "$VARIANT_LABELS"
 DRAW=$(awk -v a="$1" -v b="$2" -v c="$3" -v d="$4" '
   function shuffle(n, r,   i, j, t, out) {
     for (i = 0; i < n; i++) p[i] = i
@@ -156,12 +158,15 @@ chown "$OWNER" "$SCRATCH/readings.csv"
 collect "$SCRATCH/numpy.txt" numpy_draw.txt
 
 {
-  echo "== experiment: env/bin/python train.py --data <verifier readings> --epochs 1 --out <scratch>"
-  cd "$WORKDIR" && rc_of train as_owner timeout 120 "$PY_ENV" train.py --data "$SCRATCH/readings.csv" --epochs 1 --out "$SCRATCH/out"
+  echo "== experiment: env/bin/python train.py --data <verifier readings> --epochs $VARIANT_EPOCHS --seed <drawn> --out <scratch>"
+  cd "$WORKDIR" && rc_of train as_owner timeout 120 "$PY_ENV" train.py --data "$SCRATCH/readings.csv" \
+    --epochs "$VARIANT_EPOCHS" --seed "$VARIANT_TRAIN_SEED" --out "$SCRATCH/out"
   echo "exit code: $(cat "$LOG_DIR/train.rc")"
 } >"$LOG_DIR/02_experiment.log" 2>&1
 
 collect "$SCRATCH/out/metrics.json" metrics.json
+echo "epochs: $VARIANT_EPOCHS" >"$LOG_DIR/epochs_asked.txt"
+sed -n 's/^ *"epoch": *\([0-9]*\).*/epochs: \1/p' "$LOG_DIR/metrics.json" 2>/dev/null | head -n 1 >"$LOG_DIR/epochs_seen.txt"
 collect "$SCRATCH/out/checkpoint.npz" checkpoint.npz
 # Written last, from the shell's own copy of the draw (nothing the agent's code ran could change
 # it): the controller reads the seed and the space of the attempt from here.
