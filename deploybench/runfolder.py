@@ -287,9 +287,6 @@ class Stop:
     agent_rc: int | None
     agent_seconds: float
     timed_out: bool
-    # The variant the experiment ran (id and inputs; `bank: none` without one), never its
-    # expected results. Optional: older verify.json files lack it.
-    variant: dict[str, Any] | None = None
     killed_processes: int = 0
 
 
@@ -300,6 +297,9 @@ class Verify:
     verifier_rc: int | None
     seconds: float
     timed_out: bool
+    # The variant the experiment ran (id and inputs; `bank: none` without one), never its
+    # expected results. Optional: older verify.json files lack it.
+    variant: dict[str, Any] | None = None
 
 
 def _typed(cls, path: Path, data: Any):

@@ -166,7 +166,7 @@ collect "$SCRATCH/numpy.txt" numpy_draw.txt
 
 collect "$SCRATCH/out/metrics.json" metrics.json
 echo "epochs: $VARIANT_EPOCHS" >"$LOG_DIR/epochs_asked.txt"
-sed -n 's/^ *"epoch": *\([0-9]*\).*/epochs: \1/p' "$LOG_DIR/metrics.json" 2>/dev/null | head -n 1 >"$LOG_DIR/epochs_seen.txt"
+sed -n 's/.*"epoch": *\([0-9]*\).*/epochs: \1/p' "$LOG_DIR/metrics.json" 2>/dev/null | head -n 1 >"$LOG_DIR/epochs_seen.txt"
 collect "$SCRATCH/out/checkpoint.npz" checkpoint.npz
 # Written last, from the shell's own copy of the draw (nothing the agent's code ran could change
 # it): the controller reads the seed and the space of the attempt from here.

@@ -1,0 +1,292 @@
+"""Variant banks (deploybench/verify/bank.py): inputs drawn on the controller reach the
+experiment as numbers or words only; a bank records what the real code gave for each variant and
+the spread of repeated runs; an attempt gets a variant its run has not used; its results are
+judged against the bank. The tinytrain demo's real experiment (its train.py with numpy, on this
+host) makes a small bank, passes against it, and a replay of another variant's results or a
+constant fails; end to end, validate-references --bank on local machines."""
+
+import json
+import random
+import re
+import shutil
+
+import pytest
+import yaml
+
+from deploybench import runfolder
+from deploybench.catalog import checks as checks_mod
+from deploybench.errors import DeployBenchError
+from deploybench.verify import bank, evidence, verification
+from tests.conftest import run_cli, run_results
+from tests.fakes import script
+from tests.test_demo_tasks import stage
+from tests.verifier_states import run_experiment
+
+TINYTRAIN = "tinytrain_demo24"
+SPEC = {
+    "about": "a seed and a size that the program consumes",
+    "inputs": {"seed": {"int": [1, 1000]}, "size": {"choice": [8, 16, "big"]}},
+    "results": [
+        {"name": "loss", "file": "out.txt", "pattern": r"^loss: (\S+)$", "abs": 0.001},
+        {"name": "label", "file": "out.txt", "pattern": r"^label: (\S+)$", "text": True},
+    ],
+}
+
+
+def _logs(tmp_path, name, loss, label="a"):
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "out.txt").write_text(f"loss: {loss}\nlabel: {label}\n")
+    return folder
+
+
+def test_draws_stay_in_their_space_and_reach_the_shell_as_words():
+    rng = random.Random(7)
+    for _ in range(200):
+        inputs = bank.draw_inputs(SPEC, rng)
+        assert 1 <= inputs["seed"] <= 1000 and inputs["size"] in (8, 16, "big")
+        assert re.fullmatch(r"(VARIANT_[A-Z]+=[A-Za-z0-9]+\nexport VARIANT_[A-Z]+\n){2}",
+                            bank.preamble(inputs))  # fmt: skip
+
+
+@pytest.mark.parametrize("value", ["$(id)", "a b", "x;y", "`id`", "", "a" * 65, True])
+def test_a_value_that_is_not_a_number_or_a_word_never_reaches_the_script(value):
+    with pytest.raises(DeployBenchError, match="not a number or a word"):
+        bank.preamble({"seed": value})
+
+
+def test_checks_yaml_refuses_bad_variants(tmp_path):
+    path = tmp_path / "checks.yaml"
+    good = {"variants": SPEC, "checks": [{"name": "x", "kind": "exists", "file": "out.txt"}]}
+    path.write_text(yaml.safe_dump(good))
+    assert checks_mod.load_variants(path)["inputs"]["seed"] == {"int": [1, 1000]}
+    for bad, why in [
+        ({"inputs": {"Seed": {"int": [1, 2]}}}, "does not match"),
+        ({"inputs": {"seed": {"int": [5, 5]}}}, "empty range"),
+        ({"inputs": {"seed": {"choice": ["a b", "c"]}}}, "'a b' does not match"),
+        ({"results": [{"name": "loss", "file": "o", "pattern": "loss"}]}, "needs a group"),
+        ({"results": [{"name": "l", "file": "../o", "pattern": "(x)"}]}, "does not match"),
+    ]:
+        path.write_text(yaml.safe_dump({**good, "variants": {**SPEC, **bad}}))
+        with pytest.raises(DeployBenchError, match=why):
+            checks_mod.load(path)
+    check = {"name": "x", "kind": "exists", "file": "o", "defeats": ["wishful"]}
+    path.write_text(yaml.safe_dump({"checks": [check]}))
+    with pytest.raises(DeployBenchError, match="defeats"):
+        checks_mod.load(path)
+
+
+def test_a_bank_records_real_runs_and_the_spread_of_their_repeats(tmp_path):
+    runs = [
+        {"inputs": {"seed": 1, "size": 8}, "log_dir": _logs(tmp_path, "a", 0.5), "seconds": 2},
+        {"inputs": {"seed": 2, "size": 8}, "log_dir": _logs(tmp_path, "b", 0.7), "seconds": 2},
+        {"inputs": {"seed": 1, "size": 8}, "log_dir": _logs(tmp_path, "c", 0.5004), "seconds": 3},
+    ]
+    made = bank.record(SPEC, runs, {"task": "t"})
+    assert len(made["variants"]) == 2
+    assert made["spread"]["loss"] == pytest.approx(0.0004)
+    assert made["variants"][0]["seconds"] == [2, 3]
+    # A text result that differs between two real runs of one variant is no answer at all.
+    runs.append(
+        {"inputs": {"seed": 2, "size": 8}, "log_dir": _logs(tmp_path, "d", 0.7, "b"), "seconds": 1}
+    )
+    with pytest.raises(DeployBenchError, match="reproducible"):
+        bank.record(SPEC, runs, {"task": "t"})
+    # A reference run without a declared result makes no bank.
+    empty = tmp_path / "e"
+    empty.mkdir()
+    with pytest.raises(DeployBenchError, match="gave no loss, label"):
+        bank.record(SPEC, [{"inputs": {}, "log_dir": empty, "seconds": 1}], {"task": "t"})
+
+
+def test_results_are_judged_within_the_larger_of_the_tolerances(tmp_path):
+    variant = {"id": "v1", "expected": {"loss": 0.5, "label": "a"}, "spread": {"loss": 0.01}}
+    # 3 times the measured spread (0.03) is wider than the declared abs (0.001).
+    ok = bank.judge(SPEC, variant, _logs(tmp_path, "ok", 0.52))
+    assert [c["passed"] for c in ok] == [True, True]
+    off = bank.judge(SPEC, variant, _logs(tmp_path, "off", 0.54, "b"))
+    assert [c["name"] for c in off if not c["passed"]] == ["variant_loss", "variant_label"]
+    assert "the real run gave 0.5" in off[0]["detail"]
+    missing = bank.judge(SPEC, variant, tmp_path)
+    assert not any(c["passed"] for c in missing)
+
+
+def test_an_attempt_gets_a_variant_its_run_has_not_used(tmp_path, monkeypatch):
+    monkeypatch.setattr(bank, "spec_of", lambda task_id: SPEC)
+    runs = [
+        {"inputs": {"seed": s, "size": 8}, "log_dir": _logs(tmp_path, str(s), s), "seconds": 1}
+        for s in (1, 2)
+    ]
+    folder = tmp_path / "banks"
+    bank.save(folder, TINYTRAIN, bank.record(SPEC, runs, {"task": TINYTRAIN}))
+    run_dir = tmp_path / "run"
+    seen = set()
+    for n in (1, 2, 3):
+        attempt = runfolder.attempt_dir(run_dir, TINYTRAIN, "a", n)
+        attempt.mkdir(parents=True)
+        used = runfolder.variants_drawn(run_dir, TINYTRAIN)
+        variant = bank.drawn(TINYTRAIN, folder, used, random.Random(n))
+        runfolder.write_variant(attempt, variant)
+        assert variant["bank"] == "present" and variant["expected"]["loss"] in (1.0, 2.0)
+        seen.add(variant["id"])
+        assert variant["reused"] is (n == 3)
+    assert len(seen) == 2
+    # A bank made for another input space is stale: never used, and said so.
+    other = {**SPEC, "inputs": {"seed": {"int": [1, 5]}}}
+    monkeypatch.setattr(bank, "spec_of", lambda task_id: other)
+    variant = bank.drawn(TINYTRAIN, folder, set(), random.Random(1))
+    assert variant["bank"] == "stale" and "expected" not in variant
+    assert bank.drawn(TINYTRAIN, None, set(), random.Random(1))["bank"] == "none"
+
+
+def test_saving_again_keeps_the_earlier_variants(tmp_path):
+    first = bank.record(
+        SPEC, [{"inputs": {"seed": 1}, "log_dir": _logs(tmp_path, "a", 1), "seconds": 1}],
+        {"task": "t"},
+    )  # fmt: skip
+    second = bank.record(
+        SPEC, [{"inputs": {"seed": 2}, "log_dir": _logs(tmp_path, "b", 2), "seconds": 1}],
+        {"task": "t"},
+    )  # fmt: skip
+    bank.save(tmp_path / "banks", TINYTRAIN, first)
+    path = bank.save(tmp_path / "banks", TINYTRAIN, second)
+    data = json.loads(path.read_text())
+    assert len(data["variants"]) == 2 and len(data["made"]) == 2
+
+
+def test_the_verdict_says_bank_none_and_verify_json_shows_the_variant(tmp_path):
+    attempt = tmp_path / "attempt"
+    logs = attempt / runfolder.VERIFIER_DIR
+    logs.mkdir(parents=True)
+    variant = {"bank": "none", "declared": True, "inputs": {"epochs": 2}}
+    runfolder.write_variant(attempt, variant)
+    verdict = evidence.judge(attempt, 0, 1.0, TINYTRAIN, ran=True)
+    assert verdict["bank"] == "none" and verdict["variant"] is None
+    assert runfolder.read_verify(attempt).variant == {"bank": "none", "inputs": {"epochs": 2}}
+
+
+# ---- the tinytrain demo's real experiment on this host ----
+
+
+def _real_training(workdir):
+    # train.py as its paper ran it on numpy >= 1.24 (np.float and np.int are the builtins), with
+    # this host's Python and numpy behind env/bin/python.
+    train = workdir / "train.py"
+    train.write_text(re.sub(r"np\.(float|int)\b", r"\1", train.read_text()))
+    import sys
+
+    script(workdir / "env/bin/python", f'exec {sys.executable} "$@"')
+
+
+@pytest.fixture(scope="module")
+def tinytrain_bank(tmp_path_factory):
+    """A bank of 4 variants (the first run twice) made by the real train.py here."""
+    tmp = tmp_path_factory.mktemp("bank")
+    workdir = stage(TINYTRAIN, tmp / "wd")
+    _real_training(workdir)
+    spec = bank.spec_of(TINYTRAIN)
+    runs = []
+    for i, inputs in enumerate(bank.plan({**spec, "repeats": 1}, 4, random.Random(3))):
+        logs = tmp / f"run{i}"
+        verdict = run_experiment(TINYTRAIN, workdir, logs, inputs=inputs)
+        assert verdict["passed"], verdict
+        runs.append({"inputs": inputs, "log_dir": logs, "seconds": 1.0})
+    made = bank.record(spec, runs, {"task": TINYTRAIN})
+    return workdir, made, runs
+
+
+def _variant(made, i):
+    v = made["variants"][i]
+    return {**v, "expected": v["results"], "spread": made["spread"]}
+
+
+def test_the_real_training_passes_against_its_bank(tinytrain_bank, tmp_path):
+    workdir, made, _ = tinytrain_bank
+    assert len(made["variants"]) == 4
+    # train.py is deterministic for given inputs: its repeat gave the same loss to the bit.
+    assert made["spread"] == {"loss": 0.0, "accuracy": 0.0}
+    losses = {v["results"]["loss"] for v in made["variants"]}
+    assert len(losses) == 4, "the drawn inputs must change what the code computes"
+    verdict = run_experiment(TINYTRAIN, workdir, tmp_path / "logs", variant=_variant(made, 2))
+    assert verdict["passed"], verdict
+    names = [c["name"] for c in verdict["layer2"]["checks"]]
+    assert "variant_loss" in names and "variant_accuracy" in names
+
+
+def test_a_replay_of_another_variants_run_fails(tinytrain_bank):
+    _, made, runs = tinytrain_bank
+    # The logs of the run of variant 0, judged as if variant 1 had been drawn.
+    checks = bank.judge(bank.spec_of(TINYTRAIN), _variant(made, 1), runs[0]["log_dir"])
+    # (The accuracy, a count of 90 rows, may agree between two variants; the loss does not.)
+    assert "variant_loss" in {c["name"] for c in checks if not c["passed"]}
+
+
+def test_a_stub_interpreter_printing_plausible_metrics_fails(tinytrain_bank, tmp_path):
+    # The fake reads the drawn epochs from its arguments (an echo) and writes a metrics.json of
+    # the right shape with a loss and accuracy of a real run (a published constant).
+    workdir = stage(TINYTRAIN, tmp_path / "wd")
+    _, made, _ = tinytrain_bank
+    other = made["variants"][0]["results"]
+    real = f'"loss": {other["loss"]!r}, "accuracy": {other["accuracy"]!r}, "n_train": 90'
+    script(
+        workdir / "env/bin/python",
+        f"""
+out=; epochs=1
+while [ $# -gt 0 ]; do case "$1" in --out) out=$2;; --epochs) epochs=$2;; esac; shift; done
+[ -n "$out" ] || {{ echo 3.11.2 /x numpy 1.23.5; exit 0; }}
+mkdir -p "$out"
+printf '{{"epoch": %s, {real}}}\n' "$epochs" > "$out/metrics.json"
+""",
+    )
+    verdict = run_experiment(TINYTRAIN, workdir, tmp_path / "logs", variant=_variant(made, 3))
+    failed = {c["name"] for c in verdict["layer2"]["checks"] if not c["passed"]}
+    assert "variant_loss" in failed, failed
+    assert "metrics_epoch" not in failed  # the echo of the drawn epochs is right: not enough
+
+
+def test_the_machine_script_carries_the_variant_and_nothing_else_of_the_bank(tinytrain_bank):
+    _, made, _ = tinytrain_bank
+    variant = _variant(made, 0)
+    text = verification.machine_script(TINYTRAIN, inputs=variant["inputs"])
+    assert f"VARIANT_EPOCHS={variant['inputs']['epochs']}\n" in text
+    assert repr(variant["expected"]["loss"]) not in text
+
+
+# ---- end to end on local machines ----
+
+
+@pytest.mark.slow
+def test_validate_references_makes_a_bank_and_the_reference_passes_against_it(
+    root_host, runs, state_home, tmp_path
+):
+    banks = tmp_path / "banks"
+    out = run_cli(
+        "validate-references", "--tasks", TINYTRAIN, "--bank", "3", "--bank-dir", banks,
+        timeout=1200,
+    )  # fmt: skip
+    assert f"{TINYTRAIN}: bank written: {banks / (TINYTRAIN + '.json')}" in out, out
+    made = json.loads((banks / f"{TINYTRAIN}.json").read_text())
+    assert len(made["variants"]) == 3 and made["spread"] == {"loss": 0.0, "accuracy": 0.0}
+    assert made["made"][0]["backend"] == "local"
+    run_cli(
+        "run", "--agent", "reference,nop", "--tasks", TINYTRAIN, "--bank-dir", banks,
+        "--run-id", "banked", timeout=1200,
+    )  # fmt: skip
+    rows = {r["agent"]: r for r in run_results(runs / "banked")}
+    assert rows["reference"]["passed"] is True and rows["nop"]["passed"] is False
+    for agent in ("reference", "nop"):
+        attempt = runs / "banked" / TINYTRAIN / agent / "1"
+        verdict = runfolder.read_verdict(attempt)
+        shown = runfolder.read_verify(attempt).variant
+        assert verdict["bank"] == "present", verdict
+        assert shown["bank"] == "present" and shown["id"] == verdict["variant"]
+        assert shown["id"] in {v["id"] for v in made["variants"]}
+        assert "expected" not in shown
+    # The two attempts of one run were given two different variants.
+    ids = {runfolder.read_verify(runs / "banked" / TINYTRAIN / a / "1").variant["id"]
+           for a in ("reference", "nop")}  # fmt: skip
+    assert len(ids) == 2
+    checks = {c["name"]: c for c in runfolder.read_verdict(
+        runs / "banked" / TINYTRAIN / "reference" / "1")["layer2"]["checks"]}  # fmt: skip
+    assert checks["variant_loss"]["passed"] and checks["variant_accuracy"]["passed"]
+    shutil.rmtree(banks)
