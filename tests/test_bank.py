@@ -263,7 +263,7 @@ def test_validate_references_makes_a_bank_and_the_reference_passes_against_it(
     out = run_cli(
         "validate-references", "--tasks", TINYTRAIN, "--bank", "3", "--bank-dir", banks,
         timeout=1200,
-    )  # fmt: skip
+    ).stdout  # fmt: skip
     assert f"{TINYTRAIN}: bank written: {banks / (TINYTRAIN + '.json')}" in out, out
     made = json.loads((banks / f"{TINYTRAIN}.json").read_text())
     assert len(made["variants"]) == 3 and made["spread"] == {"loss": 0.0, "accuracy": 0.0}
