@@ -60,6 +60,27 @@ def trust_note(verdicts) -> str:
     return "How the verdicts were obtained: " + ("; ".join(parts) or "no verdicts") + "."
 
 
+BANK_WORDS = {
+    "present": "compared with a variant bank's real runs",
+    "none": "with no bank (inputs drawn, results compared with nothing)",
+    "stale": "with a stale bank, unused (inputs drawn, results compared with nothing)",
+}
+
+
+def bank_note(verdicts) -> str | None:
+    """Whether the verifiers' results were compared with a bank (docs/verification.md: variant
+    banks); None when no verdict's verifier drew a variant."""
+    counts: dict[str, int] = {}
+    for verdict in verdicts:
+        bank = verdict.get("bank") if isinstance(verdict, dict) else None
+        if bank in BANK_WORDS:
+            counts[bank] = counts.get(bank, 0) + 1
+    if not counts:
+        return None
+    parts = [f"{n} {BANK_WORDS[k]}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    return "Verifier variants: " + "; ".join(parts) + "."
+
+
 def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:
     notes = list(runs.notes)
     if not any(r["status"] == "completed" for r in runs.results):
@@ -73,6 +94,9 @@ def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:
     att["passed"] = att["passed"].fillna(False).astype(bool)
     att["outcome"] = np.where(att["passed"], "success", "failed")
     notes.append(trust_note(runs.verdicts.values()))
+    banks = bank_note(runs.verdicts.values())
+    if banks:
+        notes.append(banks)
     unknown = sorted(set(att["task_id"]) - set(catalog))
     if unknown:
         notes.append(

@@ -10,3 +10,14 @@ def test_the_note_counts_each_way_a_verdict_was_obtained():
     assert "1 through the machine's own login" in note
     assert "2 by a harness that did not record how" in note
     assert trust_note([]) == "How the verdicts were obtained: no verdicts."
+
+
+def test_bank_note_counts_what_was_compared_with_a_bank():
+    from deploybench.analysis.frames import bank_note
+
+    verdicts = [{"bank": "present"}, {"bank": "present"}, {"bank": "none"}, {"trust": "host"}]
+    assert bank_note(verdicts) == (
+        "Verifier variants: 2 compared with a variant bank's real runs; "
+        "1 with no bank (inputs drawn, results compared with nothing)."
+    )
+    assert bank_note([{"trust": "host"}, "not a verdict"]) is None
