@@ -320,6 +320,19 @@ def _read_bytes_if_file(path: Path) -> bytes | None:
         return None
 
 
+def _scaffold_packages(folder: Path, row: dict, packaged: dict) -> None:
+    """The system packages a scaffold installed on the attempt's machine (its spec's
+    system_packages, recorded in scaffold.json): the report marks those agents' rows."""
+    text = _read_if_file(folder / runfolder.SCAFFOLD)
+    try:
+        packages = (json.loads(text) if text else {}).get("system_packages") or []
+    except (ValueError, AttributeError):
+        return
+    if packages:
+        seen, count = packaged.get(row["agent"], (set(), 0))
+        packaged[row["agent"]] = (seen | {str(p) for p in packages}, count + 1)
+
+
 def load_runs(run_dirs: list[Path]) -> Runs:
     results: list[dict[str, Any]] = []
     dirs: list[Path] = []
@@ -328,6 +341,7 @@ def load_runs(run_dirs: list[Path]) -> Runs:
     }
     verdicts: dict[int, dict[str, Any]] = {}
     missing: dict[str, int] = {}
+    packaged: dict[str, tuple[set[str], int]] = {}
     notes: list[str] = []
     disagree = 0
     for run_dir in run_dirs:
@@ -367,6 +381,12 @@ def load_runs(run_dirs: list[Path]) -> Runs:
                     disagree += 1
             elif row["status"] == "completed":
                 missing[runfolder.VERDICT] = missing.get(runfolder.VERDICT, 0) + 1
+            _scaffold_packages(folder, row, packaged)
+    for agent, (packages, count) in sorted(packaged.items()):
+        notes.append(
+            f"{agent}: {count} attempt(s) on a machine its scaffold changed with system "
+            f"packages ({', '.join(sorted(packages))}): not a bare machine"
+        )
     notes += [
         f"{count} completed attempt(s) have no {name}; they count from results.jsonl alone"
         for name, count in sorted(missing.items())

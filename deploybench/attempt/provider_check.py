@@ -38,7 +38,7 @@ def meaning(status: int) -> str | None:
     return None
 
 
-def _request(spec: AgentSpec, key_name: str, key: str) -> urllib.request.Request:
+def _request(spec: AgentSpec, key: str) -> urllib.request.Request:
     base = spec.base_url.rstrip("/")
     if spec.api == "anthropic":
         # Anthropic's base URL is given without /v1 (its SDK adds /v1/messages).
@@ -59,7 +59,7 @@ def problems(specs: list[AgentSpec], environ: Mapping[str, str]) -> list[str]:
         if (spec.base_url, spec.api, key) in seen:
             continue
         seen.add((spec.base_url, spec.api, key))
-        request = _request(spec, key_name, key)
+        request = _request(spec, key)
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:
                 why = meaning(answer.status)

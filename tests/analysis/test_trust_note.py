@@ -21,3 +21,26 @@ def test_bank_note_counts_what_was_compared_with_a_bank():
         "1 with no bank (inputs drawn, results compared with nothing)."
     )
     assert bank_note([{"trust": "host"}, "not a verdict"]) is None
+
+
+def test_agents_whose_scaffold_installed_system_packages_are_marked(tmp_path):
+    import json
+    import shutil
+    from pathlib import Path
+
+    from deploybench import runfolder
+    from deploybench.analysis import load
+
+    demo = Path(__file__).parent / "fixtures" / "demo_run"
+    run = shutil.copytree(demo, tmp_path / "run")
+    rows = load.read_results(run)
+    assert not [n for n in load.load_runs([run]).notes if "not a bare machine" in n]
+    marked = rows[0]
+    (runfolder.attempt_of(run, marked) / runfolder.SCAFFOLD).write_text(
+        json.dumps({"from": "built", "system_packages": ["tmux"]})
+    )
+    notes = [n for n in load.load_runs([run]).notes if "not a bare machine" in n]
+    assert notes == [
+        f"{marked['agent']}: 1 attempt(s) on a machine its scaffold changed with system "
+        "packages (tmux): not a bare machine"
+    ]
