@@ -63,6 +63,7 @@ DOOR_FINDINGS = "doors.txt"  # raw DOOR/STARTUP lines: what changed in them duri
 VOLUME_SCAN = "volume_scan.json"  # the snapshots of a cloud machine's volume and their scan
 SCAFFOLD = "scaffold.json"  # how the agent's scaffold reached the machine: built or from cache
 VARIANT = "variant.json"  # the verifier's drawn variant (verify/bank.py), the controller's alone
+MODEL_CALLS = "model_calls.jsonl"  # every model call through the run's gateway (run/gateway.py)
 VARIANTS_DIR = "variants"  # a bank's real runs of the experiment (validate-references --bank)
 # Folders of an attempt.
 STATE_DIR = "state"  # the agent's machine after it stopped
@@ -109,6 +110,7 @@ ATTEMPT_FILES = (
     SCAFFOLD,
     VARIANT,
     VARIANTS_DIR,
+    MODEL_CALLS,
 )
 
 
