@@ -84,7 +84,9 @@ RESULT = {
         "backend": {"enum": ["local", "aws", "gcp"]},
         "attempt": {"type": "integer", "minimum": 1},
         "status": {"enum": ["completed", "infra_error"]},
-        "stop_type": {"enum": ["self_stop", "timeout", "max_steps", None]},
+        "stop_type": {
+            "enum": ["self_stop", "timeout", "max_steps", "budget_tokens", "budget_cost", None]
+        },
         "runbook_status": {"enum": ["SUCCESS", "PARTIAL", "FAILED", None]},
         "passed": {"type": ["boolean", "null"]},
         # 0: the machine itself (tampered or broken by the agent), judged before Layers 1 and 2

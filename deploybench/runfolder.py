@@ -64,6 +64,7 @@ VOLUME_SCAN = "volume_scan.json"  # the snapshots of a cloud machine's volume an
 SCAFFOLD = "scaffold.json"  # how the agent's scaffold reached the machine: built or from cache
 VARIANT = "variant.json"  # the verifier's drawn variant (verify/bank.py), the controller's alone
 MODEL_CALLS = "model_calls.jsonl"  # every model call through the run's gateway (run/gateway.py)
+GATEWAY = "gateway.json"  # the attempt's totals at the gateway: calls, tokens, cost, failures
 VARIANTS_DIR = "variants"  # a bank's real runs of the experiment (validate-references --bank)
 # Folders of an attempt.
 STATE_DIR = "state"  # the agent's machine after it stopped
@@ -111,6 +112,7 @@ ATTEMPT_FILES = (
     VARIANT,
     VARIANTS_DIR,
     MODEL_CALLS,
+    GATEWAY,
 )
 
 
@@ -329,6 +331,15 @@ def write_verify(attempt: Path, verify: Verify) -> None:
 def read_verify(attempt: Path) -> Verify:
     path = Path(attempt) / VERIFY
     return _typed(Verify, path, read_json(path))
+
+
+def write_gateway(attempt: Path, totals: dict[str, Any]) -> None:
+    _write_json(Path(attempt) / GATEWAY, totals)
+
+
+def read_gateway(attempt: Path) -> dict[str, Any] | None:
+    path = Path(attempt) / GATEWAY
+    return read_json(path) if path.is_file() else None
 
 
 def write_variant(attempt: Path, variant: dict[str, Any]) -> None:

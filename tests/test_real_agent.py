@@ -82,11 +82,19 @@ def test_mini_swe_agent_solves_the_demo_and_stops_at_its_step_limit(
     # Both agents called their server after their machine was ready: the README's figure.
     assert all(s is not None and s > 0 for s in first_calls.values()), first_calls
 
-    # The server saw every step, with the key from the controller's environment.
+    # The server saw every step, with the key from the controller's environment, put there by
+    # the run's model gateway: the machine had only the attempt's own key.
     assert len(llm.requests) == len(legacycalc_solution())
     assert all(r["model"] == "scripted" for r in llm.requests)
-    assert all(h.get("authorization") == f"Bearer {DUMMY_KEY}" for h in llm.headers)
+    sent = [{k.lower(): v for k, v in h.items()} for h in llm.headers]
+    assert all(h.get("authorization") == f"Bearer {DUMMY_KEY}" for h in sent)
+    # The tokens of the row are the gateway's, call by call what the server counted.
     assert row["tokens_in"] == llm.tokens_in and row["tokens_out"] == llm.tokens_out
+    calls = [json.loads(x) for x in (attempt / "model_calls.jsonl").read_text().splitlines()]
+    assert [c["input_tokens"] for c in calls] == [u["prompt_tokens"] for u in llm.usage_sent]
+    assert all(c["status"] == 200 and c["error"] is None for c in calls)
+    gateway = json.loads((attempt / "gateway.json").read_text())
+    assert gateway["calls"] == len(llm.requests) and gateway["provider_error"] is None
     assert row["steps"] == len(llm.requests)
 
     # trajectory.jsonl in contract 5: the commands with their exit codes, the failed make.

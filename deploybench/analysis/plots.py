@@ -17,7 +17,7 @@ import numpy as np
 
 from deploybench.analysis import recovery
 from deploybench.analysis.frames import Frames
-from deploybench.analysis.tables import ALL, STOP_TYPES, Table, paper_figures
+from deploybench.analysis.tables import ALL, Table, paper_figures, stop_kinds
 
 AGENT_COLOURS = [
     "#1f77b4",
@@ -363,9 +363,12 @@ def recovery_labels(rec: Table) -> Plot:
 
 def stops_and_completion(f: Frames, comp: Table) -> Plot:
     att = f.attempts
-    stop = att["stop_type"].where(att["stop_type"].isin(STOP_TYPES), "unknown")
-    kinds = [*STOP_TYPES, *(["unknown"] if (stop == "unknown").any() else [])]
-    shown = {"self_stop": "self-stop", "timeout": "timeout", "max_steps": "max-step"}
+    stop, kinds = stop_kinds(att["stop_type"])
+    kinds += ["unknown"] if (stop == "unknown").any() else []
+    shown = {
+        "self_stop": "self-stop", "timeout": "timeout", "max_steps": "max-step",
+        "budget_tokens": "token budget", "budget_cost": "cost budget",
+    }  # fmt: skip
     groups, top = [], 0
     for label in f.labels:
         mine = att["label"] == label

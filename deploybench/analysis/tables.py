@@ -360,6 +360,17 @@ def recovery_tables(f: Frames) -> list[Table]:
 
 
 STOP_TYPES = ("self_stop", "timeout", "max_steps")
+# A budget stop (the gateway refused calls past the spec's token or cost cap) is the agent's;
+# shown only in runs that have one.
+BUDGET_STOPS = ("budget_tokens", "budget_cost")
+
+
+def stop_kinds(stop_type: pd.Series) -> tuple[pd.Series, list[str]]:
+    """Each attempt's stop type as shown (unknown ones named so) and the kinds to show."""
+    known = (*STOP_TYPES, *BUDGET_STOPS)
+    stop = stop_type.where(stop_type.isin(known), "unknown")
+    kinds = [s for s in known if s in STOP_TYPES or (stop == s).any()]
+    return stop, kinds
 
 
 def completion_tables(f: Frames) -> list[Table]:
@@ -394,17 +405,17 @@ def completion_tables(f: Frames) -> list[Table]:
         index=frame.index,
         dtype=object,
     )
-    stop = att["stop_type"].where(att["stop_type"].isin(STOP_TYPES), "unknown")
+    stop, kinds = stop_kinds(att["stop_type"])
     split = pd.DataFrame(
         {
             label: [
                 int(((att["label"] == label) & (stop == s) & (att["outcome"] == o)).sum())
-                for s in (*STOP_TYPES, "unknown")
+                for s in (*kinds, "unknown")
                 for o in ("success", "failed")
             ]
             for label in f.labels
         },
-        index=[f"{s}, {o}" for s in (*STOP_TYPES, "unknown") for o in ("success", "failed")],
+        index=[f"{s}, {o}" for s in (*kinds, "unknown") for o in ("success", "failed")],
     )
     return [
         Table(

@@ -37,6 +37,9 @@ class Kind:
     scaffold_cpus = 0
     # Whether the task must have a reference setup for the agent to run.
     needs_reference_setup = False
+    # Whether the agent calls a model provider named by its spec (base_url): those calls go
+    # through the run's model gateway (deploybench/run/gateway.py).
+    calls_a_model = False
 
     def problems(self, spec: AgentSpec) -> list[str]:
         """What makes the spec unrunnable, one line each."""
@@ -70,6 +73,7 @@ class _Scripted(Kind):
 
 class _Command(Kind):
     name = "command"
+    calls_a_model = True
     # The scaffold (its Python, its runtime server, its node) runs on the same machine as the
     # artifact, whose needs are the task's memory_gb. OpenHands' local runtime alone is killed
     # by a 1 GiB limit (the demo tasks' memory_gb).
@@ -159,6 +163,9 @@ class AgentSpec:
     # Names of environment variables (API keys) passed from the controller's environment to
     # the agent's process at launch; their values are never written to the run folder.
     env_from_controller: list[str] = field(default_factory=list)
+    # Caps of one attempt, enforced by the run's model gateway (deploybench/run/gateway.py).
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -268,4 +275,6 @@ def load_agent(name: str, config: Path | None = None, llm_base_url: str | None =
         base_url=llm_base_url or spec.get("base_url") or "",
         api=spec.get("api", "openai"),
         env_from_controller=list(spec.get("env_from_controller") or []),
+        max_tokens=spec.get("max_tokens"),
+        max_cost_usd=spec.get("max_cost_usd"),
     )

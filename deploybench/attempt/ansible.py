@@ -87,17 +87,20 @@ def run_playbook(
     cancel: Callable[[], bool] | None = None,
     timeout: int | None = None,
     pass_env: Iterable[str] = (),
+    env_values: dict[str, str] | None = None,
 ) -> PlaybookResult:
     """Run `playbook` with ansible-runner; its artifacts (events, stdout) land in private_dir.
 
     Extra vars go in a file of private_dir (0600, removed after the run), so an `Unsafe` value
     reaches Ansible tagged `!unsafe` and is never templated. The run's environment holds only
     what controller_env keeps plus `pass_env`, the variables the playbook reads (API keys an
-    agent is given)."""
+    agent is given). `env_values` sets variables to values of the harness's (the attempt's
+    gateway key under the name the agent's spec reads its key from)."""
     private_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     bindir = str(Path(sys.executable).parent)
     env = {
         **controller_env(pass_env),
+        **(env_values or {}),
         "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
         "ANSIBLE_ROLES_PATH": ":".join(str(p) for p in catalog.ROLES_PATH),
         "PATH": f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}",

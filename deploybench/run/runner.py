@@ -20,7 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -33,6 +33,9 @@ from deploybench.errors import DeployBenchError, InfraError
 from deploybench.paths import PLAYBOOKS_DIR
 from deploybench.runfolder import ResultsStore
 from deploybench.verify import verification
+
+if TYPE_CHECKING:
+    from deploybench.run.gateway import Gateway
 
 
 def now() -> str:
@@ -59,6 +62,10 @@ class RunOptions:
     # and, with bank_size, where validate-references --bank records a passing reference's runs.
     bank_dir: Path | None = None
     bank_size: int = 0
+    # The run's model gateway (run/gateway.py) in front of the command agents' providers: on
+    # unless a test or a user turns it off (--no-gateway), then keys go to the machine as before.
+    gateway: bool = True
+    prices: dict[str, tuple[float, float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,12 @@ class Runner:
         self.store = ResultsStore(options.run_dir)
         self.cancelled = threading.Event()
         self.agents = {a.name: a for a in options.agents}
+        self.gateway: Gateway | None = None
+
+    def _through_gateway(self, agent: AgentSpec) -> bool:
+        """Whether the agent's model calls go through the run's gateway: a command agent with a
+        provider endpoint (every scaffold's spec has one)."""
+        return self.o.gateway and agent.behaviour.calls_a_model and bool(agent.base_url)
 
     # ---------- one attempt ----------
     def _request(self, task_id: str, agent: str) -> MachineRequest:
@@ -117,7 +130,11 @@ class Runner:
                 if sizes.get("vcpus")
                 else None
             ),
-            loopback_ports=loopback_ports(self.agents[agent].base_url),
+            loopback_ports=(
+                [self.gateway.port]
+                if self.gateway is not None and self._through_gateway(self.agents[agent])
+                else loopback_ports(self.agents[agent].base_url)
+            ),
             tags={"run": self.run_id, "task": task_id, "agent": agent},
         )
 
@@ -131,6 +148,7 @@ class Runner:
         deployment = deployments.open_for(
             request, owner={"run_dir": str(self.o.run_dir.resolve()), "attempt": str(folder)}
         )
+        lease = None
         try:
             machines = self.o.backend.provision(request, deployment)
             extravars = {
@@ -148,6 +166,11 @@ class Runner:
             outside = self.o.backend.judges_from_outside
             if outside:
                 extravars["post_agent_outside"] = True
+            env_values = None
+            if self.gateway is not None and self._through_gateway(agent):
+                lease, extravars["agent_command_base_url"] = self._lease(agent, folder)
+                # The spec's key variables hold the attempt's key: the provider's stays here.
+                env_values = dict.fromkeys(agent.env_from_controller, lease.key)
             result = ansible.run_playbook(
                 PLAYBOOKS_DIR / "run_task.yml",
                 inventory.as_data(machines),
@@ -157,7 +180,11 @@ class Runner:
                 cancel=self.cancelled.is_set,
                 timeout=self._wall_clock(attempt, agent),
                 pass_env=[*agent.env_from_controller, *self.o.backend.playbook_env()],
+                env_values=env_values,
             )
+            if lease is not None:
+                self._close(lease, folder)
+                lease = None
             if outside:
                 judged = self._after_agent(attempt, machines, folder, events)
                 if judged and self.o.bank_size and self._passed(attempt, folder):
@@ -168,6 +195,8 @@ class Runner:
             if runfolder.has_verdict(folder):
                 self.o.backend.scan_from_outside(machines, folder)
         finally:
+            if lease is not None:
+                self._close(lease, folder)
             try:
                 self.o.backend.destroy(deployment)
             finally:
@@ -175,10 +204,32 @@ class Runner:
             shutil.rmtree(deployment, ignore_errors=True)
         if self.cancelled.is_set():
             raise KeyboardInterrupt
+        calls = runfolder.read_gateway(folder)
+        if calls and calls.get("provider_error"):
+            # The provider failed the agent, not the model: never scored, tried again.
+            raise InfraError(f"provider_error: {calls['provider_error']}")
         if not runfolder.has_verdict(folder) or not (result.ok or judged):
             raise InfraError(stage_failures.reason(result, events))
         agent.behaviour.write_trajectory(agent, folder, events, attempt.task_id)
         return self._result_line(attempt, agent, folder, started_at)
+
+    def _lease(self, agent: AgentSpec, folder: Path):
+        """The attempt's gateway key and the base URL its agent is given."""
+        from deploybench.attempt.ansible import Unsafe
+        from deploybench.run.gateway import Upstream
+
+        names = agent.env_from_controller
+        upstream = Upstream(
+            agent.base_url, agent.api, os.environ.get(names[0], "") if names else ""
+        )
+        lease = self.gateway.open(
+            folder, upstream, agent.max_tokens, agent.max_cost_usd, self.o.prices
+        )
+        return lease, Unsafe(self.gateway.url_for(upstream))
+
+    def _close(self, lease, folder: Path) -> None:
+        """The attempt's key stops working; what it spent is kept beside its calls."""
+        runfolder.write_gateway(folder, self.gateway.close(lease))
 
     def _wall_clock(self, attempt: Attempt, agent: AgentSpec) -> int:
         """One limit for the attempt's whole playbook, beyond every budget it holds (staging,
@@ -264,6 +315,16 @@ class Runner:
         note.write_text("\n".join(lines) + f"\nbank written: {path}\n")
 
     def _result_line(self, attempt: Attempt, agent: AgentSpec, folder: Path, started_at: str):
+        outcome = sidedoor.outcome(folder, agent.max_steps)
+        calls = runfolder.read_gateway(folder)
+        if calls is not None:
+            # The gateway's counts are the attempt's; the scaffold's own stay in its trajectory.
+            outcome.update(
+                tokens_in=calls["tokens_in"], tokens_out=calls["tokens_out"],
+                cost_usd=calls["cost_usd"],
+            )  # fmt: skip
+            if calls.get("budget"):
+                outcome["stop_type"] = calls["budget"]
         if self.o.cpu_only:
             runfolder.write_cpu_judgment(
                 folder,
@@ -273,7 +334,7 @@ class Runner:
                     timed_out=runfolder.read_verify(folder).timed_out,
                 ),
             )
-        return self._row(attempt, started_at, **sidedoor.outcome(folder, agent.max_steps))
+        return self._row(attempt, started_at, **outcome)
 
     def _row(self, attempt: Attempt, started_at: str, **outcome: Any) -> dict[str, Any]:
         """A results.jsonl line: who and when, then the outcome; fields an outcome does not
@@ -359,6 +420,18 @@ class Runner:
         # before any machine: the attempts' provisions find it made.
         for a in todo:
             self.o.backend.check(self._request(a.task_id, a.agent))
+        if todo and any(self._through_gateway(a) for a in self.o.agents):
+            from deploybench.run.gateway import Gateway
+
+            self.gateway = Gateway().start()
+        try:
+            return self._run(todo)
+        finally:
+            if self.gateway is not None:
+                self.gateway.stop()
+                self.gateway = None
+
+    def _run(self, todo: list[Attempt]) -> list[dict[str, Any]]:
         total = len(self.planned())
         passed = sum(1 for r in self.store.load() if r.get("passed"))
         columns = (
