@@ -85,6 +85,13 @@ class ScriptedLLM:
     # Called (in the server's thread) when the first request arrives, before it is answered:
     # the agent has started and done nothing yet, e.g. to look at its machine then.
     on_first_request: Callable[[], None] | None = None
+    # A provider outage: from the fail_at-th request of the script (1-based), fail_times requests
+    # are answered with fail_status; after them the script starts again from its first reply
+    # (the attempt was retried on a fresh machine).
+    fail_at: int | None = None
+    fail_times: int = 0
+    fail_status: int = 500
+    failures: int = 0
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -310,6 +317,18 @@ class ScriptedLLM:
         out.append({**base, "choices": [], "usage": reply["usage"]})
         return out
 
+    def _failing(self) -> bool:
+        with self._lock:
+            due = self.fail_at is not None and len(self.requests) + 1 >= self.fail_at
+            if not due or self.failures >= self.fail_times:
+                return False
+            self.failures += 1
+            if self.failures == self.fail_times:
+                self.requests.clear()
+                self.usage_sent.clear()
+                self.fail_at = None
+            return True
+
     def start(self) -> ScriptedLLM:
         llm = self
 
@@ -328,6 +347,9 @@ class ScriptedLLM:
                     request = json.loads(self.rfile.read(length) or b"{}")
                 except json.JSONDecodeError:
                     self._send(400, {"error": {"message": "body is not JSON"}})
+                    return
+                if llm._failing():
+                    self._send(llm.fail_status, {"error": {"message": "scripted outage"}})
                     return
                 path = self.path.split("?")[0].rstrip("/")
                 with llm._lock:

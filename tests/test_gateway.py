@@ -168,6 +168,9 @@ def test_provider_failures_are_retried_then_the_infrastructures(
         assert got == status and flaky.seen == seen
         assert (lease.provider_error is not None) is provider_error, lease.provider_error
         assert ledger(lease)[-1]["retries"] == seen - 1
+        # After a provider error nothing more of the attempt reaches the provider.
+        again, _ = call(url, lease.key, "/chat/completions", {"model": "m", "messages": []})
+        assert (again == 503) is provider_error and flaky.seen == seen + (not provider_error)
     finally:
         flaky.close()
 

@@ -139,3 +139,45 @@ def test_mini_swe_agent_solves_the_demo_and_stops_at_its_step_limit(
 
     # The key came from the controller's environment and is nowhere in the evidence.
     assert files_holding(runs, DUMMY_KEY) == []
+
+
+def test_a_provider_outage_is_retried_and_never_scored(root_host, runs, state_home, tmp_path):
+    # The provider answers 500 to the third model call, on every one of the gateway's retries
+    # (4 tries): the attempt is the infrastructure's (provider_error), tried again on a fresh
+    # machine, and the run holds one completed row for it, a PASS, and no FAIL.
+    with ScriptedLLM(legacycalc_solution(), fail_at=3, fail_times=4) as llm:
+        config = agent_config(tmp_path, {"mini-swe-agent": {"base_url": llm.base_url}})
+        run_cli(
+            "run", "--agent", "mini-swe-agent", "--agent-config", config, "--tasks", TASK,
+            "--run-id", "outage", env={"OPENAI_API_KEY": DUMMY_KEY},
+        )  # fmt: skip
+        assert llm.failures == 4
+    run_dir = runs / "outage"
+    [row] = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert row["status"] == "completed" and row["passed"] is True, row
+    [infra] = [json.loads(x) for x in (run_dir / "infra_errors.jsonl").read_text().splitlines()]
+    assert infra["reason"].startswith("provider_error: /v1/chat/completions: HTTP 500"), infra
+    kept = run_dir / TASK / "mini-swe-agent" / "1.infra-1"
+    calls = [json.loads(x) for x in (kept / "model_calls.jsonl").read_text().splitlines()]
+    assert [c["status"] for c in calls] == [200, 200, 500] and calls[-1]["retries"] == 3
+    out = run_cli("report", run_dir, "--out", tmp_path / "report").stdout
+    notes = (tmp_path / "report" / "report.md").read_text()
+    assert "1 try ended by a provider error" in notes, out
+
+
+def test_a_token_cap_ends_the_attempt_as_budget_tokens(root_host, runs, state_home, tmp_path):
+    with ScriptedLLM(never_finishes()) as llm:
+        config = agent_config(
+            tmp_path, {"mini-swe-agent": {"base_url": llm.base_url, "max_tokens": 3000}}
+        )
+        run_cli(
+            "run", "--agent", "mini-swe-agent", "--agent-config", config, "--tasks", TASK,
+            "--run-id", "capped", env={"OPENAI_API_KEY": DUMMY_KEY},
+        )  # fmt: skip
+    [row] = [json.loads(x) for x in (runs / "capped" / "results.jsonl").read_text().splitlines()]
+    assert row["status"] == "completed" and row["stop_type"] == "budget_tokens", row
+    assert row["passed"] is False
+    # Stopped within one call of the cap: the calls before the last stayed under it.
+    counted = [u["prompt_tokens"] + u["completion_tokens"] for u in llm.usage_sent]
+    assert sum(counted) >= 3000 and sum(counted[:-1]) < 3000, counted
+    assert row["tokens_in"] + row["tokens_out"] == sum(counted)

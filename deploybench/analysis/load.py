@@ -333,6 +333,18 @@ def _scaffold_packages(folder: Path, row: dict, packaged: dict) -> None:
         packaged[row["agent"]] = (seen | {str(p) for p in packages}, count + 1)
 
 
+def _provider_errors(run_dir: Path) -> int:
+    """Tries the run's model gateway ended as provider errors (infra_errors.jsonl)."""
+    text = _read_if_file(run_dir / runfolder.INFRA_ERRORS)
+    count = 0
+    for line in (text or "").splitlines():
+        try:
+            count += str(json.loads(line).get("reason", "")).startswith("provider_error")
+        except (ValueError, AttributeError):
+            continue
+    return count
+
+
 def load_runs(run_dirs: list[Path]) -> Runs:
     results: list[dict[str, Any]] = []
     dirs: list[Path] = []
@@ -344,8 +356,10 @@ def load_runs(run_dirs: list[Path]) -> Runs:
     packaged: dict[str, tuple[set[str], int]] = {}
     notes: list[str] = []
     disagree = 0
+    provider_errors = 0
     for run_dir in run_dirs:
         run_dir = Path(run_dir)
+        provider_errors += _provider_errors(run_dir)
         for row in read_results(run_dir, notes):
             index = len(results)
             results.append(row)
@@ -395,6 +409,16 @@ def load_runs(run_dirs: list[Path]) -> Runs:
         notes.append(
             f"{disagree} attempt(s) where results.jsonl and verdict.json disagree on passed; "
             "the tables follow results.jsonl"
+        )
+    if provider_errors:
+        tries = (
+            "1 try ended by a provider error"
+            if provider_errors == 1
+            else (f"{provider_errors} tries ended by provider errors")
+        )
+        notes.append(
+            f"{tries} (the model provider failed the call, not the model): counted as "
+            "infrastructure, tried again on a fresh machine, never scored"
         )
     infra = sum(1 for r in results if r["status"] == "infra_error")
     if infra:

@@ -7,8 +7,9 @@ reaches it through its bridged loopback port); the provider's key stays in the c
 memory. Per call the gateway records, in the attempt's model_calls.jsonl: time, model, path,
 status, seconds, retries, input/output/cached tokens, and cost where a price is known. Those
 records are the attempt's token and cost figures. A call the provider fails for its own reasons
-(run/provider_failures.py) marks the lease `provider_error`: the runner then counts the attempt
-as an infrastructure error, never as the model's failure. Past a lease's token or cost cap every
+(run/provider_failures.py) marks the lease `provider_error`: every later call of the attempt is
+refused without reaching the provider, and the runner counts the attempt as an infrastructure
+error, never as the model's failure. Past a lease's token or cost cap every
 further call is refused with a clear message and the lease says `budget_tokens` or
 `budget_cost`.
 
@@ -262,6 +263,15 @@ class Gateway:
             self._answer(handler, 413, "deploybench_gateway", "request too large")
             return
         body = handler.rfile.read(length) if length else b""
+        if lease.provider_error:
+            # The attempt is the infrastructure's already (it will be tried again on a fresh
+            # machine): nothing more of it reaches the provider, and the agent is told.
+            self._answer(
+                handler, 503, "deploybench_provider_error",
+                "deploybench gateway: the model provider failed this attempt; it will be tried "
+                "again on a fresh machine",
+            )  # fmt: skip
+            return
         if method == "POST":
             with lease.lock:
                 over = lease.budget or lease.over_budget()

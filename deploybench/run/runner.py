@@ -177,7 +177,9 @@ class Runner:
                 extravars,
                 folder / runfolder.ANSIBLE_DIR,
                 on_event=events.append,
-                cancel=self.cancelled.is_set,
+                # A provider failure ends the attempt's playbook at once: the attempt is the
+                # infrastructure's, and the agent's retries against a refusing gateway are waste.
+                cancel=lambda: self.cancelled.is_set() or bool(lease and lease.provider_error),
                 timeout=self._wall_clock(attempt, agent),
                 pass_env=[*agent.env_from_controller, *self.o.backend.playbook_env()],
                 env_values=env_values,
@@ -185,13 +187,20 @@ class Runner:
             if lease is not None:
                 self._close(lease, folder)
                 lease = None
-            if outside:
+            # A provider failure: no verdict; the attempt is tried again (below, once its machine
+            # is gone).
+            provider_failed = bool((runfolder.read_gateway(folder) or {}).get("provider_error"))
+            judged = False
+            if provider_failed:
+                pass
+            elif outside:
                 judged = self._after_agent(attempt, machines, folder, events)
                 if judged and self.o.bank_size and self._passed(attempt, folder):
                     self._make_bank(attempt, machines, folder)
             else:
                 judged = stage_failures.judge(result, events, machines, folder)
-            self.o.backend.collect_state(machines, folder / runfolder.STATE_DIR)
+            if not provider_failed:
+                self.o.backend.collect_state(machines, folder / runfolder.STATE_DIR)
             if runfolder.has_verdict(folder):
                 self.o.backend.scan_from_outside(machines, folder)
         finally:
