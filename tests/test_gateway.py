@@ -257,3 +257,21 @@ def test_usage_of_each_api():
     assert gw.usage_of(start) == {"model": "c", "input": 17, "output": 1, "cached": 10}
     assert gw.usage_of({"usage": {"prompt_tokens": True}}) == {}
     assert gw.usage_of("nope") == {}
+
+
+def test_cloud_machines_reach_the_gateway_by_a_reverse_forward_local_ones_by_the_bridge():
+    from deploybench.backends import get_backend, inventory
+
+    machine = {"host": "203.0.113.7", "port": 22, "user": "vm", "private_key_file": "/k",
+               "known_hosts_file": "/kh", "backend": "aws", "image": "ubuntu2204",
+               "gpu_count": 0}  # fmt: skip
+    hosts = inventory.as_data({"m": machine}, [43121])["all"]["children"]["machines"]["hosts"]
+    args = hosts["m"]["ansible_ssh_common_args"]
+    assert args.endswith("-R 127.0.0.1:43121:127.0.0.1:43121"), args
+    assert "StrictHostKeyChecking=yes" in args
+    assert "-R" not in inventory.as_data({"m": machine})["all"]["children"]["machines"][
+        "hosts"]["m"]["ansible_ssh_common_args"]  # fmt: skip
+    # The machine's side binds its own loopback only; the controller opens no port to it (the
+    # AWS security group admits SSH from the operator alone: tests/test_aws_backend.py).
+    assert get_backend("aws").loopback_by_ssh and get_backend("gcp").loopback_by_ssh
+    assert not get_backend("local").loopback_by_ssh

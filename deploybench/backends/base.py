@@ -145,6 +145,9 @@ class Backend(ABC):
         raise NotImplementedError(f"the {self.name} backend judges through the machine")
 
     makes_banks = False
+    # How a machine reaches a port of the controller's loopback (the run's model gateway): by a
+    # reverse forward over the harness's SSH connection, unless the backend bridges it itself.
+    loopback_by_ssh = True
 
     def experiment_again(
         self,

@@ -25,22 +25,29 @@ ansible_ssh_common_args="{{ opts(m) }}"
 )
 
 
-def ssh_options(machine: dict[str, Any]) -> str:
+def ssh_options(machine: dict[str, Any], reverse_ports: list[int] | tuple[int, ...] = ()) -> str:
     """Host key checking: against the machine's pinned key where its backend knows it (every
-    backend's own machines), else none (a machine made outside deploybench)."""
+    backend's own machines), else none (a machine made outside deploybench). reverse_ports:
+    ports of the controller's loopback (the run's model gateway) that the machine reaches at
+    the same port of its own loopback, forwarded back over the harness's SSH connection
+    (`-R`), so no port of the controller is ever open to the machine's network."""
     known = machine.get("known_hosts_file")
     if known:
-        return f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={known}"
-    return "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+        options = f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={known}"
+    else:
+        options = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+    for port in reverse_ports:
+        options += f" -R 127.0.0.1:{int(port)}:127.0.0.1:{int(port)}"
+    return options
 
 
-def host_vars(machine: dict[str, Any]) -> dict[str, Any]:
+def host_vars(machine: dict[str, Any], reverse_ports: list[int] | tuple[int, ...] = ()) -> dict:
     return {
         "ansible_host": machine["host"],
         "ansible_port": machine["port"],
         "ansible_user": machine["user"],
         "ansible_ssh_private_key_file": machine["private_key_file"],
-        "ansible_ssh_common_args": ssh_options(machine),
+        "ansible_ssh_common_args": ssh_options(machine, reverse_ports),
         "deploybench_backend": machine["backend"],
         "deploybench_image": machine["image"],
         "deploybench_gpu_count": machine["gpu_count"],
@@ -49,12 +56,16 @@ def host_vars(machine: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def as_data(machines: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The inventory as ansible-runner takes it."""
+def as_data(
+    machines: dict[str, dict[str, Any]], reverse_ports: list[int] | tuple[int, ...] = ()
+) -> dict[str, Any]:
+    """The inventory as ansible-runner takes it (reverse_ports: see ssh_options)."""
     return {
         "all": {
             "children": {
-                "machines": {"hosts": {name: host_vars(m) for name, m in machines.items()}}
+                "machines": {
+                    "hosts": {name: host_vars(m, reverse_ports) for name, m in machines.items()}
+                }
             }
         }
     }

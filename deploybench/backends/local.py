@@ -146,6 +146,9 @@ class LocalBackend(Backend):
 
     # The experiment runs from the host on the judged machine's layers as often as asked.
     makes_banks = True
+    # Its machines reach the controller's loopback ports they are given through a bridge of
+    # their own (local/bridge.py), not through SSH.
+    loopback_by_ssh = False
 
     def experiment_again(
         self,

@@ -171,9 +171,10 @@ class Runner:
                 lease, extravars["agent_command_base_url"] = self._lease(agent, folder)
                 # The spec's key variables hold the attempt's key: the provider's stays here.
                 env_values = dict.fromkeys(agent.env_from_controller, lease.key)
+            reverse = request.loopback_ports if self.o.backend.loopback_by_ssh else []
             result = ansible.run_playbook(
                 PLAYBOOKS_DIR / "run_task.yml",
-                inventory.as_data(machines),
+                inventory.as_data(machines, reverse),
                 extravars,
                 folder / runfolder.ANSIBLE_DIR,
                 on_event=events.append,
