@@ -275,3 +275,16 @@ def test_cloud_machines_reach_the_gateway_by_a_reverse_forward_local_ones_by_the
     # AWS security group admits SSH from the operator alone: tests/test_aws_backend.py).
     assert get_backend("aws").loopback_by_ssh and get_backend("gcp").loopback_by_ssh
     assert not get_backend("local").loopback_by_ssh
+
+
+def test_a_cost_cap_without_prices_is_one_line_and_no_machine(tmp_path):
+    from tests.conftest import run_cli
+
+    proc = run_cli(
+        "run", "--agent", "nop", "--demo", "--max-cost-usd", "1", "--run-id", "nocost",
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].endswith(
+        "--max-cost-usd needs --prices FILE (a cost is counted from them)"
+    ), proc.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import click
@@ -105,6 +105,9 @@ class RunRequest:
     cpu_only: bool = False
     bank_dir: Path | None = None
     bank: int = 0
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    prices: Path | None = None
 
 
 def _run_dir(request: RunRequest) -> tuple[str, Path]:
@@ -123,10 +126,15 @@ def _run_dir(request: RunRequest) -> tuple[str, Path]:
 
 def _resumed(request: RunRequest, run_dir: Path) -> runfolder.RunSpec:
     """The run's own spec (its run.json); an option given again that differs is an error."""
-    if request.agent_config is not None or request.llm_base_url is not None:
+    if (
+        request.agent_config is not None
+        or request.llm_base_url is not None
+        or request.max_tokens is not None
+        or request.max_cost_usd is not None
+    ):
         raise DeployBenchError(
             "--resume takes the agents' specs from the run (run.json): "
-            "leave out --agent-config and --llm-base-url"
+            "leave out --agent-config, --llm-base-url, --max-tokens and --max-cost-usd"
         )
     return runfolder.RunSpec.read(run_dir).resumed(
         {
@@ -148,6 +156,11 @@ def _new(request: RunRequest, run_id: str) -> runfolder.RunSpec:
     if not names:
         raise DeployBenchError("name the agents: --agent reference,nop,...")
     agents = [load_agent(name, request.agent_config, request.llm_base_url) for name in names]
+    caps = {"max_tokens": request.max_tokens, "max_cost_usd": request.max_cost_usd}
+    if any(v is not None for v in caps.values()):
+        # The command line's caps are every agent's (each attempt's, at the run's gateway),
+        # kept in run.json with the specs so a resumed run keeps them.
+        agents = [replace(a, **{k: v for k, v in caps.items() if v is not None}) for a in agents]
     chosen = _select_tasks(request.tasks, request.demo and not request.tasks)
     return runfolder.RunSpec(
         run_id=run_id,
@@ -171,6 +184,13 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
     spec = _resumed(request, run_dir) if request.resume else _new(request, run_id)
     chosen = _select_tasks(",".join(spec.tasks), False)
     agents = [AgentSpec(**a) for a in spec.agent_specs]
+    prices = None
+    if request.prices is not None:
+        from deploybench.analysis import token_prices
+
+        prices = token_prices.load(request.prices)
+    if request.max_cost_usd is not None and not prices:
+        raise DeployBenchError("--max-cost-usd needs --prices FILE (a cost is counted from them)")
     cpu_only = bool(spec.cpu_only)
     _check_runnable(chosen, agents, cpu_only)
     from deploybench.catalog import staging
@@ -217,6 +237,7 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
             cpu_only=cpu_only,
             bank_dir=banks,
             bank_size=request.bank,
+            prices=prices,
         )
     )
     return run_dir, runner.run()
@@ -339,6 +360,28 @@ CPU_ONLY_HELP = (
     "from instead of the network (see deploybench sources sync).",
 )
 @click.option("--cpu-only", is_flag=True, help=CPU_ONLY_HELP)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(1),
+    default=None,
+    help="Cap each attempt's model tokens (input and output, counted by the run's model "
+    "gateway): past it every further call is refused and the attempt stops as budget_tokens. "
+    "Overrides the agents' specs.",
+)
+@click.option(
+    "--max-cost-usd",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="Cap each attempt's model cost in USD (needs --prices): past it every further call is "
+    "refused and the attempt stops as budget_cost.",
+)
+@click.option(
+    "--prices",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Token prices (CSV: model,input_usd_per_million,output_usd_per_million) for the "
+    "gateway's cost of each call and attempt.",
+)
 @click.option(
     "--bank-dir",
     type=click.Path(file_okay=False, path_type=Path),
