@@ -15,6 +15,7 @@ same way everywhere: without that line, and said so."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -65,7 +66,7 @@ SCAFFOLD = "scaffold.json"  # how the agent's scaffold reached the machine: buil
 VARIANT = "variant.json"  # the verifier's drawn variant (verify/bank.py), the controller's alone
 MODEL_CALLS = "model_calls.jsonl"  # every model call through the run's gateway (run/gateway.py)
 GATEWAY = "gateway.json"  # the attempt's totals at the gateway: calls, tokens, cost, failures
-VARIANTS_DIR = "variants"  # a bank's real runs of the experiment (validate-references --bank)
+VARIANTS_DIR = "bank_runs"  # a bank's real runs of the experiment (validate-references --bank)
 # Folders of an attempt.
 STATE_DIR = "state"  # the agent's machine after it stopped
 CHANGED_FILES = "changed_files.txt"  # in STATE_DIR: what the agent changed (local backend)
@@ -114,6 +115,21 @@ ATTEMPT_FILES = (
     MODEL_CALLS,
     GATEWAY,
 )
+
+
+def model_agent(agent: str, model: str) -> str:
+    """The name (and attempt folder) of an agent run with another model (run --model):
+    <agent>+<model, folder-safe>."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-")[:40] or "model"
+    return f"{agent}+{slug}"
+
+
+def agent_of(name: str, model: str | None) -> str:
+    """The agent's own name back from model_agent's (the name itself when it is not one)."""
+    base, plus, _ = name.rpartition("+")
+    if plus and isinstance(model, str) and model and model_agent(base, model) == name:
+        return base
+    return name
 
 
 def attempt_dir(run_dir: Path, task_id: str, agent: str, number: int) -> Path:

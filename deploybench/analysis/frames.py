@@ -38,6 +38,8 @@ class Frames:
 
 def label_of(agent: str, model: str | None) -> str:
     # pandas turns a null model into NaN; only a real name is shown.
+    # An agent run with another model (run --model) is named <agent>+<model>: shown once.
+    agent = runfolder.agent_of(agent, model)
     return f"{agent} / {model}" if isinstance(model, str) and model else agent
 
 

@@ -16,29 +16,16 @@ from deploybench import catalog, runfolder
 from deploybench.attempt.agents import AgentSpec, load_agent, missing_keys, platform_problems
 from deploybench.backends import get_backend
 from deploybench.catalog import load_tasks
+from deploybench.catalog.selection import Selection, select
+from deploybench.commands.selection import selection_options
 from deploybench.errors import DeployBenchError
 from deploybench.paths import TASKS_DIR, runs_dir
 from deploybench.run.runner import Runner, RunOptions, now
 from deploybench.verify import verification
 
 
-def _select_tasks(tasks_arg: str | None, demo: bool) -> dict[str, dict]:
-    catalog = load_tasks()
-    if demo:
-        chosen = {k: v for k, v in catalog.items() if v.get("demo")}
-    elif tasks_arg:
-        ids = [t.strip() for t in tasks_arg.split(",") if t.strip()]
-        unknown = [t for t in ids if t not in catalog]
-        if unknown:
-            raise DeployBenchError(
-                f"unknown task(s): {', '.join(unknown)} (see deploybench tasks list)"
-            )
-        chosen = {t: catalog[t] for t in ids}
-    else:
-        raise DeployBenchError("name the tasks: --tasks ID,ID... or --demo")
-    if not chosen:
-        raise DeployBenchError("no task selected")
-    return chosen
+def _select_tasks(selection: Selection) -> dict[str, dict]:
+    return select(load_tasks(), selection)
 
 
 def _seconds(value: float | None) -> str:
@@ -103,11 +90,17 @@ class RunRequest:
     llm_base_url: str | None = None
     source_mirror: Path | None = None
     cpu_only: bool = False
+    selection: Selection | None = None
     bank_dir: Path | None = None
     bank: int = 0
     max_tokens: int | None = None
     max_cost_usd: float | None = None
     prices: Path | None = None
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.selection is not None:
+            self.tasks, self.demo = self.selection.tasks, self.selection.demo
 
 
 def _run_dir(request: RunRequest) -> tuple[str, Path]:
@@ -156,17 +149,19 @@ def _new(request: RunRequest, run_id: str) -> runfolder.RunSpec:
     if not names:
         raise DeployBenchError("name the agents: --agent reference,nop,...")
     agents = [load_agent(name, request.agent_config, request.llm_base_url) for name in names]
+    agents = with_models(agents, _split(request.model))
     caps = {"max_tokens": request.max_tokens, "max_cost_usd": request.max_cost_usd}
     if any(v is not None for v in caps.values()):
         # The command line's caps are every agent's (each attempt's, at the run's gateway),
         # kept in run.json with the specs so a resumed run keeps them.
         agents = [replace(a, **{k: v for k, v in caps.items() if v is not None}) for a in agents]
-    chosen = _select_tasks(request.tasks, request.demo and not request.tasks)
+    chosen = _select_tasks(request.selection or Selection(tasks=request.tasks, demo=request.demo))
+    click.echo(f"{len(chosen)} task(s): {', '.join(chosen)}")
     return runfolder.RunSpec(
         run_id=run_id,
         backend=request.backend or DEFAULTS["backend"],
         tasks=list(chosen),
-        agents=names,
+        agents=[a.name for a in agents],
         attempts=request.attempts or DEFAULTS["attempts"],
         parallel=request.parallel or DEFAULTS["parallel"],
         agent_specs=[asdict(a) for a in agents],
@@ -182,7 +177,7 @@ def _new(request: RunRequest, run_id: str) -> runfolder.RunSpec:
 def execute(request: RunRequest) -> tuple[Path, list[dict]]:
     run_id, run_dir = _run_dir(request)
     spec = _resumed(request, run_dir) if request.resume else _new(request, run_id)
-    chosen = _select_tasks(",".join(spec.tasks), False)
+    chosen = _select_tasks(Selection(tasks=",".join(spec.tasks)))
     agents = [AgentSpec(**a) for a in spec.agent_specs]
     prices = None
     if request.prices is not None:
@@ -268,6 +263,24 @@ def _banks(request: RunRequest, backend, chosen: dict[str, dict]) -> Path | None
     return folder
 
 
+def with_models(agents: list[AgentSpec], models: list[str]) -> list[AgentSpec]:
+    """--model a,b: each agent that calls a model, once per model, named <agent>+<model> (its
+    column in the report reads "agent / model"); other agents as they are."""
+    if not models:
+        return agents
+    out = []
+    for agent in agents:
+        if not agent.behaviour.calls_a_model:
+            out.append(agent)
+            continue
+        for model in models:
+            out.append(replace(agent, name=runfolder.model_agent(agent.name, model), model=model))
+    names = [a.name for a in out]
+    if len(set(names)) != len(names):
+        raise DeployBenchError(f"--model: two models give one name: {', '.join(models)}")
+    return out
+
+
 def _split(names: str | None) -> list[str]:
     return [n.strip() for n in (names or "").split(",") if n.strip()]
 
@@ -310,8 +323,13 @@ CPU_ONLY_HELP = (
     default=None,
     help="Agents, comma-separated: reference, nop, overclaim, or a name from --agent-config.",
 )
-@click.option("--tasks", default=None, help="Task ids, comma-separated.")
-@click.option("--demo", is_flag=True, help="All demo tasks.")
+@selection_options()
+@click.option(
+    "--model",
+    default=None,
+    help="Models, comma-separated: each agent that calls a model runs once per model, with "
+    "the model in place of its spec's (one column each in the report: agent / model).",
+)
 @click.option(
     "--parallel",
     type=click.IntRange(1, 256),
@@ -440,8 +458,7 @@ def _bank_lines(run_dir: Path, rows: list[dict]) -> None:
 
 
 @click.command("validate-references")
-@click.option("--tasks", default=None, help="Task ids, comma-separated.")
-@click.option("--demo", is_flag=True, help="All demo tasks.")
+@selection_options()
 @click.option("--backend", default="local", show_default=True)
 @click.option("--image", default=None)
 @click.option("--parallel", type=click.IntRange(1, 64), default=1, show_default=True)
@@ -475,8 +492,7 @@ def _bank_lines(run_dir: Path, rows: list[dict]) -> None:
     "task's bank in --bank-dir (local backend).",
 )
 def validate_references(
-    tasks: str | None,
-    demo: bool,
+    selection: Selection,
     backend: str,
     image: str | None,
     parallel: int,
@@ -492,8 +508,10 @@ def validate_references(
         RunRequest(
             backend=backend,
             agent="reference",
-            tasks=tasks,
-            demo=demo or not tasks,
+            # Nothing named: the demo tasks (a quick check of the machinery).
+            selection=selection
+            if selection.tasks or selection.demo or selection.filtered
+            else Selection(demo=True),
             parallel=parallel,
             image=image,
             yes=True,

@@ -7,6 +7,8 @@ from rich.console import Console
 from rich.table import Table
 
 from deploybench import catalog
+from deploybench.catalog.selection import Selection, select
+from deploybench.commands.selection import selection_options
 from deploybench.errors import DeployBenchError
 
 
@@ -23,18 +25,20 @@ def _yes(value: object) -> str:
 @click.option(
     "--demo/--catalog", "demo", default=None, help="Only demo tasks / only catalog tasks."
 )
-def list_tasks(demo: bool | None) -> None:
+@selection_options(with_ids=False)
+def list_tasks(demo: bool | None, selection: Selection) -> None:
     """Print a table of the tasks and, under it, the catalog's counts next to the paper's.
 
     Columns: id, domain, difficulty, gpu, qemu, legacy, main language, the pinned commit,
     whether the reference setup and the verifier are written (setup/verifier), and when the
     reference setup last passed its verifier. Demo tasks are marked and never counted."""
     all_tasks = catalog.load_tasks()
+    shown = select(all_tasks, selection) if selection.filtered else all_tasks
     table = Table(
         "id", "domain", "difficulty", "gpu", "qemu", "legacy", "language", "commit",
         "setup/verifier", "demo", "validated",
     )  # fmt: skip
-    for task_id, t in sorted(all_tasks.items()):
+    for task_id, t in sorted(shown.items()):
         if demo is not None and bool(t.get("demo")) != demo:
             continue
         v = t.get("validated")
