@@ -285,6 +285,8 @@ def test_a_cost_cap_without_prices_is_one_line_and_no_machine(tmp_path):
         check=False,
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].endswith(
-        "--max-cost-usd needs --prices FILE (a cost is counted from them)"
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .endswith("--max-cost-usd needs --prices FILE (a cost is counted from them)")
     ), proc.stderr
