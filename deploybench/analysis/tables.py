@@ -4,6 +4,7 @@ paper published them (shown beside ours)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -91,6 +92,68 @@ def success(f: Frames) -> list[Table]:
             {"counts": counts},
         )
     ]
+
+
+def uncertainty(f: Frames) -> list[Table]:
+    """Each agent's rates with 95% intervals, and the paired differences between agents."""
+    from deploybench.analysis import stats
+
+    att = f.attempts
+    first = _first_attempts(att)
+    per_task = att.groupby(["label", "task_id"], observed=True)["passed"].agg(["size", "sum"])
+    k = int(per_task["size"].min()) if len(per_task) else 1
+    rows = {}
+    for label in f.labels:
+        mine = first[first["label"] == label]
+        n, ok = len(mine), int(mine["passed"].sum())
+        lo, hi = stats.wilson(ok, n)
+        tasks = per_task.loc[label] if label in per_task.index.get_level_values(0) else None
+        p1 = pk = math.nan
+        if tasks is not None and len(tasks):
+            p1 = float(np.mean([stats.pass_at_k(int(s), int(c), 1) for s, c in tasks.to_numpy()]))
+            pk = float(np.mean([stats.pass_at_k(int(s), int(c), k) for s, c in tasks.to_numpy()]))
+        rows[label] = {
+            "first attempt %": pct(ok, n).item(),
+            "95% interval (Wilson)": f"{100 * lo:.1f} to {100 * hi:.1f}" if n else "-",
+            "pass@1 % (mean over attempts)": round(100 * p1, 1),
+            f"pass@{k} % (unbiased)": round(100 * pk, 1),
+        }
+    pairs = {}
+    score = first.pivot_table(index="task_id", columns="label", values="passed", aggfunc="first")
+    labels = list(f.labels)
+    for i, a in enumerate(labels):
+        for b in labels[i + 1 :]:
+            both = score[[a, b]].dropna()
+            mean, lo, hi = stats.paired_bootstrap(
+                both[a].astype(float).to_numpy(), both[b].astype(float).to_numpy()
+            )
+            pairs[f"{a} minus {b}"] = {
+                "tasks both ran": len(both),
+                "difference in points": round(100 * mean, 1),
+                "95% interval (paired bootstrap over tasks)": f"{100 * lo:.1f} to {100 * hi:.1f}"
+                if len(both) else "-",
+            }  # fmt: skip
+    tables = [
+        Table(
+            "1c_intervals",
+            "1c. Pass rates with 95% intervals",
+            pd.DataFrame(rows),
+            "First attempt per task with its Wilson score interval; pass@1 is the mean over "
+            f"each task's attempts; pass@{k} is the unbiased estimator 1 - C(n-c,k)/C(n,k) "
+            "(n attempts, c passed) averaged over tasks.",
+        )
+    ]
+    if pairs:
+        tables.append(
+            Table(
+                "1d_differences",
+                "1d. Differences between agents (first attempts)",
+                pd.DataFrame(pairs),
+                "Mean per-task difference in first-attempt success, with a 95% interval from "
+                "10,000 resamples of the tasks both agents ran (pairs kept together).",
+            )
+        )
+    return tables
 
 
 def cost_time(f: Frames) -> list[Table]:
@@ -455,6 +518,7 @@ def all_tables(f: Frames) -> list[Table]:
     out: list[Table] = []
     for build in (
         success,
+        uncertainty,
         cost_time,
         failures,
         trajectory_length,
