@@ -3,8 +3,9 @@
 # Runs the wannier90.x the agent built ($WORKDIR/wannier90.x, where `make` puts it), as the owner
 # of WORKDIR, in scratch folders on the GaAs inputs of example 01 (gaas.amn and gaas.mmn from
 # the workdir): once with the example's own gaas.win (4 Wannier functions, Omega Total
-# 4.466880976 Ang^2) and once with a gaas.win of the verifier's that stops the
-# minimisation before its first step (num_iter = 0), whose spread no published output shows.
+# 4.466880976 Ang^2) and once with a gaas.win of the verifier's: the cell's lattice parameter
+# and the number of minimisation steps are the controller's draw ($VARIANT_ALAT,
+# $VARIANT_NUM_ITER), so the spread it gives is known only to the operator's bank of real runs.
 # Collects the .wout files and a listing of what each run wrote; checks.yaml judges them on the
 # controller. RUNBOOK.MD is never read.
 BIN="$WORKDIR/wannier90.x"
@@ -43,16 +44,17 @@ done
 run example01 2
 
 # The verifier's own input: example 01's system and projections, no minimisation step.
-cat >"$SCRATCH/iter0/gaas.win" <<'WIN'
-! verifier: GaAs of example 01, spread of the initial projections only
+A=$VARIANT_ALAT
+cat >"$SCRATCH/iter0/gaas.win" <<WIN
+! verifier: GaAs of example 01 on the cell and iterations the controller drew
 num_wann = 4
-num_iter = 0
+num_iter = $VARIANT_NUM_ITER
 wvfn_formatted = .true.
 begin unit_cell_cart
 bohr
--5.367  0.000  5.367
- 0.000  5.367  5.367
--5.367  5.367  0.000
+-$A  0.000  $A
+ 0.000  $A  $A
+-$A  $A  0.000
 end unit_cell_cart
 begin atoms_frac
 Ga 0.00 0.00 0.00
