@@ -1,0 +1,151 @@
+"""Fakes an attacker who has read verifiers/ would leave (tests/fakes.py builds them for real on
+this host), played against the real machine side of the verifiers converted to variant banks.
+Each must fail, and fail on a check whose `defeats` names that fake (checks.yaml's word is
+tested, not taken). The bank variant here is the tests' own tiny bank: its expected values are
+made up for the test and are no real run's (a real bank is the operator's, outside the
+repository); a fake that prints a published value or echoes its input cannot match a bank's
+value it never saw."""
+
+import re
+
+import pytest
+
+from deploybench.catalog import checks as checks_mod
+from deploybench.verify import bank, verification
+from tests.fakes import script, stub_elf
+from tests.test_demo_tasks import stage
+from tests.verifier_states import run_experiment
+
+PUBLISHED_OMEGA = "4.468812116"  # wannier90's hidden-input spread, printed in checks.yaml before
+BANNER = " |      Release: 3.0.0       27th February 2019      |"
+WANNIER_VARIANT = {
+    "id": "vtest0001",
+    "inputs": {"alat": 5.3, "num_iter": 10},
+    "expected": {"omega_total": 4.37, "omega_i": 3.86},
+    "spread": {},
+}
+
+
+def _wout_body(omega_total, omega_i):
+    """A shell body that writes a gaas.wout the checks parse, with these spreads."""
+    return f"""
+cat > gaas.wout <<EOF
+{BANNER}
+ Number of Wannier Functions               :     4
+ Final State
+  WF centre and spread    4  (  0.0, 0.0, 0.0 )     1.1
+         Spreads (Ang^2)       Omega I      =     {omega_i}
+    Final Spread (Ang^2)       Omega Total  =     {omega_total}
+ Writing checkpoint file gaas.chk...  done
+ All done: wannier90 exiting
+EOF
+: > gaas.chk
+"""
+
+
+def wannier_workdir(tmp_path, body):
+    workdir = tmp_path / "wd"
+    (workdir / "examples/example01").mkdir(parents=True)
+    for name in ("gaas.win", "gaas.amn", "gaas.mmn"):
+        (workdir / "examples/example01" / name).write_text("fake\n")
+    stub_elf(workdir / "wannier90.x", body)
+    return workdir
+
+
+def wannier_stub_binary(tmp_path):
+    # A tiny ELF that prints the published spread for any input.
+    return wannier_workdir(tmp_path, _wout_body(PUBLISHED_OMEGA, "3.956862958"))
+
+
+def wannier_echo(tmp_path):
+    # Reads the drawn cell and iterations back from the verifier's gaas.win and prints them.
+    body = """
+alat=$(sed -n 's/^-\\([0-9.]*\\) .*/\\1/p' gaas.win | head -n 1)
+iters=$(sed -n 's/^num_iter = //p' gaas.win)
+""" + _wout_body("$alat", "$iters")
+    return wannier_workdir(tmp_path, body)
+
+
+def wannier_constant(tmp_path):
+    # The spread of example 01 in the repository's own reference output.
+    return wannier_workdir(tmp_path, _wout_body("4.466880976", "3.956862958"))
+
+
+TINYTRAIN_VARIANT = {
+    "id": "vtest0002",
+    "inputs": {"draw": 7, "columns": 1, "signs": 0, "labels": 5, "epochs": 2, "train_seed": 3},
+    "expected": {"loss": 0.61, "accuracy": 0.8},
+    "spread": {},
+}
+
+
+def _tinytrain_with(tmp_path, metrics):
+    workdir = stage("tinytrain_demo24", tmp_path / "wd")
+    script(
+        workdir / "env/bin/python",
+        f"""
+out=; epochs=1
+while [ $# -gt 0 ]; do case "$1" in --out) out=$2;; --epochs) epochs=$2;; esac; shift; done
+[ -n "$out" ] || {{ echo 3.11.2 /x numpy 1.23.5; exit 0; }}
+mkdir -p "$out"
+echo "{{\\"epoch\\": $epochs, {metrics}, \\"n_train\\": 90}}" > "$out/metrics.json"
+""",
+    )
+    return workdir
+
+
+def tinytrain_stub_interpreter(tmp_path):
+    return _tinytrain_with(tmp_path, '\\"loss\\": 0.5, \\"accuracy\\": 0.9')
+
+
+def tinytrain_echo(tmp_path):
+    # The drawn epochs echoed as the loss: all the program can see of the draw.
+    return _tinytrain_with(tmp_path, '\\"loss\\": $epochs, \\"accuracy\\": 1.0')
+
+
+def tinytrain_constant(tmp_path):
+    # The README's figures of a one-epoch smoke run.
+    return _tinytrain_with(tmp_path, '\\"loss\\": 0.9876, \\"accuracy\\": 0.711')
+
+
+CASES = {
+    ("wannier90_jpcm20", "stub_binary"): (wannier_stub_binary, WANNIER_VARIANT),
+    ("wannier90_jpcm20", "echo"): (wannier_echo, WANNIER_VARIANT),
+    ("wannier90_jpcm20", "constant"): (wannier_constant, WANNIER_VARIANT),
+    ("tinytrain_demo24", "stub_interpreter"): (tinytrain_stub_interpreter, TINYTRAIN_VARIANT),
+    ("tinytrain_demo24", "echo"): (tinytrain_echo, TINYTRAIN_VARIANT),
+    ("tinytrain_demo24", "constant"): (tinytrain_constant, TINYTRAIN_VARIANT),
+}
+
+
+def defeats_of(task_id):
+    """check name -> the fakes it says it defeats (variant results as variant_<name>)."""
+    named = {c["name"]: set(c.get("defeats", [])) for c in verification.load_checks(task_id)}
+    spec = bank.spec_of(task_id) or {"results": []}
+    named |= {f"variant_{r['name']}": set(r.get("defeats", [])) for r in spec["results"]}
+    return named
+
+
+@pytest.mark.parametrize(("task_id", "fake"), sorted(CASES))
+def test_a_fake_fails_on_a_check_that_says_it_defeats_it(task_id, fake, tmp_path):
+    build, variant = CASES[(task_id, fake)]
+    assert fake in checks_mod.FAKES
+    workdir = build(tmp_path)
+    verdict = run_experiment(task_id, workdir, tmp_path / "logs", variant=variant)
+    failed = {c["name"] for c in verdict["layer2"]["checks"] if not c["passed"]}
+    assert verdict["passed"] is False
+    stoppers = {name for name in failed if fake in defeats_of(task_id).get(name, set())}
+    assert stoppers, (fake, failed)
+
+
+def test_the_wannier90_fakes_pass_everything_but_the_bank_and_the_release():
+    # What makes the fakes above fail is the bank (and, for a binary of another release, the
+    # banner): without a bank, the stub's output has the form every other check wants.
+    names = {c["name"] for c in verification.load_checks("wannier90_jpcm20")}
+    assert "hidden_input_omega_total" in names
+    spec = bank.spec_of("wannier90_jpcm20")
+    assert {r["name"] for r in spec["results"]} == {"omega_total", "omega_i"}
+    text = verification.machine_script("wannier90_jpcm20", inputs={"alat": 5.3, "num_iter": 7})
+    assert re.search(r"^VARIANT_ALAT=5\.3$", text, re.M) and "num_iter = $VARIANT_NUM_ITER" in text
+    checks_text = verification.catalog.Task("wannier90_jpcm20").checks.read_text()
+    assert PUBLISHED_OMEGA not in checks_text
