@@ -66,9 +66,9 @@ cat >"$SCRATCH/hidden/scf.in" <<INPUT
     outdir = '$SCRATCH/hidden/out'
  /
  &system
-    ibrav = 2, celldm(1) = 10.35,
+    ibrav = 2, celldm(1) = $VARIANT_CELLDM,
     nat = 2, ntyp = 1,
-    ecutwfc = 16.0
+    ecutwfc = $VARIANT_ECUTWFC
  /
  &electrons
     conv_thr = 1.0d-8
