@@ -71,6 +71,52 @@ def wannier_constant(tmp_path):
     return wannier_workdir(tmp_path, _wout_body("4.466880976", "3.956862958"))
 
 
+QE_VARIANT = {
+    "id": "vtest0003",
+    "inputs": {"celldm": 10.3, "ecutwfc": 14.0},
+    "expected": {"total_energy": -15.861, "iterations": 6},
+    "spread": {},
+}
+
+
+def _pw_body(energy):
+    """A shell body that prints a pw.x output the checks parse, with this energy."""
+    return f"""
+cat <<EOF
+     Program PWSCF v.6.7MaX starts on  1Dec2026 at 11:24:14
+     convergence has been achieved in   6 iterations
+!    total energy              =     {energy} Ry
+     JOB DONE.
+EOF
+"""
+
+
+def qe_workdir(tmp_path, body):
+    workdir = tmp_path / "wd"
+    (workdir / "PW/src").mkdir(parents=True)
+    (workdir / "pseudo").mkdir()
+    for name in ("pwscf.o", "libpw.a"):
+        (workdir / "PW/src" / name).write_text("not an object\n")
+    stub_elf(workdir / "bin/pw.x", body)
+    return workdir
+
+
+def qe_stub_binary(tmp_path):
+    # A tiny ELF in bin/, objects where make leaves them, and the test-suite's energy.
+    return qe_workdir(tmp_path, _pw_body("-15.83976403"))
+
+
+def qe_echo(tmp_path):
+    # The drawn lattice constant read back from the input, printed as an energy.
+    body = 'a=$(sed -n "s/.*celldm(1) = \\([0-9.]*\\),.*/\\1/p" scf.in)\n' + _pw_body("-$a")
+    return qe_workdir(tmp_path, body)
+
+
+def qe_constant(tmp_path):
+    # The hidden input's energy as the public checks.yaml printed it before the bank.
+    return qe_workdir(tmp_path, _pw_body("-15.87834854"))
+
+
 TINYTRAIN_VARIANT = {
     "id": "vtest0002",
     "inputs": {"draw": 7, "columns": 1, "signs": 0, "labels": 5, "epochs": 2, "train_seed": 3},
@@ -112,6 +158,9 @@ CASES = {
     ("wannier90_jpcm20", "stub_binary"): (wannier_stub_binary, WANNIER_VARIANT),
     ("wannier90_jpcm20", "echo"): (wannier_echo, WANNIER_VARIANT),
     ("wannier90_jpcm20", "constant"): (wannier_constant, WANNIER_VARIANT),
+    ("quantumespresso_jpcm17", "stub_binary"): (qe_stub_binary, QE_VARIANT),
+    ("quantumespresso_jpcm17", "echo"): (qe_echo, QE_VARIANT),
+    ("quantumespresso_jpcm17", "constant"): (qe_constant, QE_VARIANT),
     ("tinytrain_demo24", "stub_interpreter"): (tinytrain_stub_interpreter, TINYTRAIN_VARIANT),
     ("tinytrain_demo24", "echo"): (tinytrain_echo, TINYTRAIN_VARIANT),
     ("tinytrain_demo24", "constant"): (tinytrain_constant, TINYTRAIN_VARIANT),
