@@ -198,6 +198,9 @@ class RunSpec:
     cpu_only: bool | None = None
     agent_config: str | None = None
     created_at: str = ""
+    # What produced the run (run/provenance.py): the harness's version and commit, and digests
+    # of every task's inputs and agent's spec. None in runs of older harnesses.
+    provenance: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     # What a resumed run keeps: given again on the command line, each must equal the run's.

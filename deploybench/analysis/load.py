@@ -345,7 +345,43 @@ def _provider_errors(run_dir: Path) -> int:
     return count
 
 
-def load_runs(run_dirs: list[Path]) -> Runs:
+def _provenance(run_dirs: list[Path], allow_mixed: bool) -> list[str]:
+    """The report's header lines of what produced each run (run.json's provenance), and the
+    check that pooled runs judged each task with the same inputs."""
+    lines, seen = [], {}
+    for run_dir in run_dirs:
+        try:
+            meta = runfolder.read_run_meta(run_dir)
+        except DeployBenchError:
+            continue
+        prov = meta.get("provenance") if isinstance(meta, dict) else None
+        if not isinstance(prov, dict):
+            lines.append(f"Run {run_dir.name}: made by a harness that recorded no provenance")
+            continue
+        h = prov.get("harness") or {}
+        dirty = " with uncommitted changes" if h.get("dirty") else ""
+        lines.append(
+            f"Run {run_dir.name}: deploybench {h.get('version')} at commit "
+            f"{str(h.get('commit'))[:12]}{dirty}"
+        )
+        for task_id, digests in (prov.get("tasks") or {}).items():
+            seen.setdefault(task_id, {})[run_dir.name] = (digests or {}).get("all")
+    differ = sorted(t for t, by_run in seen.items() if len(set(by_run.values())) > 1)
+    if differ and not allow_mixed:
+        raise DeployBenchError(
+            f"the runs judged {len(differ)} task(s) with different task files, reference "
+            f"setups or verifiers: {', '.join(differ[:10])}; report them apart, or pass "
+            "--allow-mixed-catalogs"
+        )
+    if differ:
+        lines.append(
+            f"Pooled although {len(differ)} task(s) had different inputs between runs: "
+            + ", ".join(differ[:10])
+        )
+    return lines
+
+
+def load_runs(run_dirs: list[Path], allow_mixed: bool = False) -> Runs:
     results: list[dict[str, Any]] = []
     dirs: list[Path] = []
     cols: dict[str, list[Any]] = {
@@ -357,6 +393,7 @@ def load_runs(run_dirs: list[Path]) -> Runs:
     notes: list[str] = []
     disagree = 0
     provider_errors = 0
+    notes += _provenance([Path(r) for r in run_dirs], allow_mixed)
     for run_dir in run_dirs:
         run_dir = Path(run_dir)
         provider_errors += _provider_errors(run_dir)

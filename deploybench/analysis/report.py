@@ -38,13 +38,18 @@ def _no_cycle_collection():
             gc.enable()
 
 
-def compute(run_dirs: list[Path], catalog_dir: Path | None = None, prices: Path | None = None):
+def compute(
+    run_dirs: list[Path],
+    catalog_dir: Path | None = None,
+    prices: Path | None = None,
+    allow_mixed: bool = False,
+):
     """(frames, tables) for the runs; the catalog gives domain, difficulty, age, entry points;
     `prices` (a token price table) gives the estimated money cost per attempt."""
     catalog_dir = Path(catalog_dir) if catalog_dir else TASKS_DIR
     catalog = load_tasks(catalog_dir) if catalog_dir.is_dir() else {}
     price_table = token_prices.load(prices) if prices else {}
-    runs = load_runs([Path(r) for r in run_dirs])
+    runs = load_runs([Path(r) for r in run_dirs], allow_mixed)
     f = frames.build(runs, catalog)
     f.attempts["cost_estimate_usd"] = token_prices.estimate(f.attempts, price_table)
     return f, tables.all_tables(f)
@@ -56,13 +61,14 @@ def write_report(
     catalog_dir: Path | None = None,
     with_html: bool = True,
     prices: Path | None = None,
+    allow_mixed: bool = False,
 ) -> ReportResult:
     with _no_cycle_collection():
-        return _write_report(run_dirs, out, catalog_dir, with_html, prices)
+        return _write_report(run_dirs, out, catalog_dir, with_html, prices, allow_mixed)
 
 
-def _write_report(run_dirs, out, catalog_dir, with_html, prices) -> ReportResult:
-    f, all_tables = compute(run_dirs, catalog_dir, prices)
+def _write_report(run_dirs, out, catalog_dir, with_html, prices, allow_mixed) -> ReportResult:
+    f, all_tables = compute(run_dirs, catalog_dir, prices, allow_mixed)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     names = [str(r) for r in run_dirs]

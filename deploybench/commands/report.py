@@ -28,14 +28,26 @@ import click
     help="CSV of token prices (model,input_usd_per_million,output_usd_per_million) for an "
     "estimate of each attempt's money cost.",
 )
+@click.option(
+    "--allow-mixed-catalogs",
+    is_flag=True,
+    help="Pool runs even where they judged a task with different task files, reference "
+    "setups or verifiers (run.json's provenance); the report then says which.",
+)
 def report(
-    run_dirs: tuple[Path, ...], catalog: Path | None, out: Path, prices: Path | None
+    run_dirs: tuple[Path, ...],
+    catalog: Path | None,
+    out: Path,
+    prices: Path | None,
+    allow_mixed_catalogs: bool,
 ) -> None:
     """Compute the paper's tables (CSV + Markdown) and one HTML page with plots from one or
-    more run folders."""
+    more run folders. Its notes start with what produced each run (harness version, commit)."""
     from deploybench.analysis.report import write_report
 
-    result = write_report(list(run_dirs), out, catalog, prices=prices)
+    result = write_report(
+        list(run_dirs), out, catalog, prices=prices, allow_mixed=allow_mixed_catalogs
+    )
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     click.echo(f"{len(result.tables)} tables: {result.out / 'tables'}/")

@@ -20,6 +20,7 @@ from deploybench.catalog.selection import Selection, select
 from deploybench.commands.selection import selection_options
 from deploybench.errors import DeployBenchError
 from deploybench.paths import TASKS_DIR, runs_dir
+from deploybench.run import provenance
 from deploybench.run.runner import Runner, RunOptions, now
 from deploybench.verify import verification
 
@@ -171,6 +172,7 @@ def _new(request: RunRequest, run_id: str) -> runfolder.RunSpec:
         cpu_only=request.cpu_only or None,
         agent_config=str(request.agent_config) if request.agent_config else None,
         created_at=now(),
+        provenance=provenance.record(list(chosen), agents),
     )
 
 

@@ -183,7 +183,9 @@ def judge(spec: dict[str, Any], variant: dict[str, Any], log_dir: Path) -> list[
         else:
             tol = tolerance(result, float(want), float(variant["spread"].get(name, 0.0)))
             ok = math.isfinite(have) and abs(have - float(want)) <= tol
-            detail = f"{where}: {have:.10g}, the real run gave {float(want):.10g} (tolerance {tol:.3g})"
+            detail = (
+                f"{where}: {have:.10g}, the real run gave {float(want):.10g} (tolerance {tol:.3g})"
+            )
         if result.get("about"):
             detail = f"{result['about']}: {detail}"
         checks.append(
