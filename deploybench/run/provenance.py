@@ -54,10 +54,10 @@ def harness() -> dict[str, Any]:
     }
 
 
-def task_digests(task_ids: list[str]) -> dict[str, dict[str, str | None]]:
+def task_digests(task_ids: list[str], root: Path = REPO_ROOT) -> dict[str, dict[str, str | None]]:
     out = {}
     for task_id in task_ids:
-        task = catalog.Task(task_id)
+        task = catalog.Task(task_id, root=root)
         parts = {
             "task": _tree_digest(task.folder),
             "reference_setup": _tree_digest(task.role),
