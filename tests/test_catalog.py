@@ -11,7 +11,7 @@ import yaml
 from deploybench import catalog
 from deploybench.errors import DeployBenchError
 from deploybench.paths import TASKS_DIR
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 
 GOOD = {
     "id": "adalora_iclr23",
@@ -225,21 +225,26 @@ def test_folder_name_must_equal_id(tmp_path):
         catalog.load_tasks(tasks_dir)
 
 
-def test_a_task_without_reference_setup_or_verifier_is_valid_and_listed_so(tmp_path):
+def test_a_task_without_reference_setup_or_verifier_loads_but_does_not_validate(tmp_path):
+    # It loads (tasks list shows it, "no/no"), but `tasks validate` names what it lacks: a
+    # catalog task is runnable only with both.
     tasks_dir = make_tree(tmp_path, with_setups=False)
-    assert catalog.validate_all(tasks_dir) == []
+    assert catalog.validate_all(tasks_dir) == [
+        "tasks/adalora_iclr23/task.yaml: no reference setup (reference_setups/adalora_iclr23/)",
+        "tasks/adalora_iclr23/task.yaml: no verifier (verifiers/adalora_iclr23/)",
+    ]
     assert catalog.homes("adalora_iclr23", tmp_path) == {
         "reference_setup": False,
         "verifier": False,
     }
     # A verifier folder without its experiment and its checks is a problem.
     (tmp_path / "verifiers" / "adalora_iclr23").mkdir(parents=True)
-    assert catalog.validate_all(tasks_dir) == [
-        "tasks/adalora_iclr23/task.yaml: verifier incomplete: "
-        "verifiers/adalora_iclr23/experiment.sh does not exist",
-        "tasks/adalora_iclr23/task.yaml: verifier incomplete: "
-        "verifiers/adalora_iclr23/checks.yaml does not exist",
-    ]
+    problems = catalog.validate_all(tasks_dir)
+    for missing in ("experiment.sh", "checks.yaml"):
+        assert (
+            "tasks/adalora_iclr23/task.yaml: verifier incomplete: "
+            f"verifiers/adalora_iclr23/{missing} does not exist"
+        ) in problems
     assert "adalora_iclr23" in catalog.load_tasks(tasks_dir)
 
 
@@ -408,3 +413,16 @@ def test_a_catalog_folder_needs_no_schema_of_its_own(tmp_path):
 
 def test_schema_file_is_json():
     json.loads((TASKS_DIR / "schema.json").read_text())
+
+
+def test_validate_refuses_a_catalog_task_without_its_reference_setup_or_verifier(tmp_path):
+    import shutil
+
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO / "tasks" / "silt_sosp11", repo / "tasks" / "silt_sosp11")
+    problems = catalog.validate_all(repo / "tasks")
+    assert any("no reference setup (reference_setups/silt_sosp11/)" in p for p in problems)
+    assert any("no verifier (verifiers/silt_sosp11/)" in p for p in problems)
+    for part in ("reference_setups", "verifiers"):
+        shutil.copytree(REPO / part / "silt_sosp11", repo / part / "silt_sosp11")
+    assert catalog.validate_all(repo / "tasks") == []

@@ -190,8 +190,9 @@ FAILURE_ROWS = [
     ("Layer 1: dependency error", 1, "dependency"),
     ("Layer 1: compilation error", 1, "compilation"),
     ("Layer 1: out of memory", 1, "oom"),
-    ("Layer 1: verifier timeout", 1, "verifier_timeout"),
     ("Layer 1 total", 1, None),
+    # The verdict puts a verifier that overran its budget at Layer 2 (verification.failure_of).
+    ("Layer 2: verifier timeout", 2, "verifier_timeout"),
     ("Layer 2 total", 2, None),
     # Layer 0: the machine could not be judged (docs/verification.md).
     ("Machine tampered by the agent", 0, "tampered"),

@@ -330,6 +330,15 @@ def validate_all(
         problems += task_problems(path, path.resolve().parent.parent)
         data, _ = read_task(path)
         task_id = data.get("id") if isinstance(data, dict) else None
+        if isinstance(task_id, str) and isinstance(data, dict) and not data.get("demo"):
+            # A catalog task is runnable only with its reference setup and its verifier.
+            root = path.resolve().parent.parent.parent
+            for part, there in homes(task_id, root).items():
+                if not there:
+                    where = {"reference_setup": REFERENCE_SETUPS, "verifier": VERIFIERS}[part]
+                    problems.append(
+                        f"{_display(path)}: no {part.replace('_', ' ')} ({where}/{task_id}/)"
+                    )
         if isinstance(task_id, str):
             if task_id in ids and ids[task_id].resolve() != path.resolve():
                 problems.append(f"{_display(path)}: field id: {task_id!r} also in {ids[task_id]}")
