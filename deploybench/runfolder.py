@@ -15,6 +15,7 @@ same way everywhere: without that line, and said so."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from dataclasses import asdict, dataclass, field
@@ -142,8 +143,14 @@ def attempt_of(run_dir: Path, row: dict[str, Any]) -> Path:
 
 
 def infra_dir(attempt: Path, tries: int) -> Path:
-    """Where a try that ended in an infrastructure error is kept."""
-    return attempt.with_name(f"{attempt.name}.infra-{tries}")
+    """Where a try that ended in an infrastructure error is kept: a name no earlier try took
+    (a retried attempt's tries count from 1 again; the first round's are kept too)."""
+    kept = attempt.with_name(f"{attempt.name}.infra-{tries}")
+    round_ = 1
+    while kept.exists():
+        round_ += 1
+        kept = attempt.with_name(f"{attempt.name}.infra-{tries}.retry-{round_}")
+    return kept
 
 
 # ---- JSON files ----
@@ -299,7 +306,54 @@ class ResultsStore:
             jsonl.append(self.path, row, durable=True)
 
     def finished(self) -> set[tuple[str, str, int]]:
-        return {(r["task_id"], r["agent"], r["attempt"]) for r in self.load()}
+        return {_key(r) for r in current(self.load())}
+
+    def supersede(self, keys: set[tuple[str, str, int]]) -> int:
+        """Mark the rows of these attempts superseded (`superseded: true`): kept, and rerun by
+        a resumed run (run --resume --retry). The file is replaced whole. How many marked."""
+        with self._lock:
+            rows = self.load()
+            marked = 0
+            for row in rows:
+                if _key(row) in keys and not row.get("superseded"):
+                    row["superseded"] = True
+                    marked += 1
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            os.replace(tmp, self.path)
+            return marked
+
+
+def _key(row: dict[str, Any]) -> tuple[str, str, int]:
+    return (row["task_id"], row["agent"], row["attempt"])
+
+
+def current(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows that count: those not superseded by a rerun of their attempt."""
+    return [r for r in rows if not r.get("superseded")]
+
+
+# What `run --resume --retry` may rerun: attempts whose last row is an infrastructure error,
+# by its cause (the last try's reason in infra_errors.jsonl).
+RETRY_KINDS = ("infra", "provider_error")
+
+
+def to_retry(run_dir: Path, kinds: tuple[str, ...]) -> set[tuple[str, str, int]]:
+    reasons: dict[tuple[str, str, int], str] = {}
+    errors = Path(run_dir) / INFRA_ERRORS
+    if errors.is_file():
+        for row in jsonl.parse("\n".join(complete_lines(errors.read_text(), errors)), errors):
+            reasons[_key(row)] = str(row.get("reason", ""))
+    keys = set()
+    for row in current(ResultsStore(run_dir).load()):
+        if row["status"] != "infra_error":
+            continue
+        cause = (
+            "provider_error" if reasons.get(_key(row), "").startswith("provider_error") else "infra"
+        )
+        if cause in kinds:
+            keys.add(_key(row))
+    return keys
 
 
 # ---- an attempt's typed records ----

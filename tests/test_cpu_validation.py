@@ -157,6 +157,10 @@ def _tasks_copy(tmp_path, monkeypatch):
     (tasks / LIGHTGCN).mkdir(parents=True)
     shutil.copy(REPO / "tasks" / "schema.json", tasks / "schema.json")
     shutil.copy(REPO / "tasks" / LIGHTGCN / "task.yaml", tasks / LIGHTGCN / "task.yaml")
+    # Its reference setup and verifier beside it, as in the checkout (tasks validate wants both).
+    for part in ("reference_setups", "verifiers"):
+        (tmp_path / part).mkdir()
+        (tmp_path / part / LIGHTGCN).symlink_to(REPO / part / LIGHTGCN)
     monkeypatch.setattr(run_cmd, "TASKS_DIR", tasks)
     return tasks / LIGHTGCN / "task.yaml"
 

@@ -176,13 +176,17 @@ def test_provider_failures_are_retried_then_the_infrastructures(
 
 
 def test_an_unreachable_provider_is_the_infrastructures(gateway, tmp_path):
-    flaky = Flaky([])
-    url = flaky.url
-    flaky.close()
+    import socket
+
+    # A port bound and never listened on: refused, and no other test's server can take it.
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{held.getsockname()[1]}/v1"
     lease, gw_url = lease_for(gateway, tmp_path, url)
     status, raw = call(gw_url, lease.key, "/chat/completions", {"model": "m", "messages": []})
     assert status == 502 and b"unreachable" in raw
     assert lease.provider_error and "Error" in lease.provider_error
+    held.close()
 
 
 def test_a_token_cap_refuses_the_call_after_it(llm, gateway, tmp_path):

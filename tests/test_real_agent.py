@@ -181,3 +181,43 @@ def test_a_token_cap_ends_the_attempt_as_budget_tokens(root_host, runs, state_ho
     counted = [u["prompt_tokens"] + u["completion_tokens"] for u in llm.usage_sent]
     assert sum(counted) >= 3000 and sum(counted[:-1]) < 3000, counted
     assert row["tokens_in"] + row["tokens_out"] == sum(counted)
+
+
+def test_resume_with_retry_reruns_exactly_the_provider_errors(
+    root_host, runs, state_home, tmp_path
+):
+    # No infrastructure retries: the outage at the first call leaves an infra_error row. The
+    # resumed run with --retry provider_error reruns that attempt alone (the provider is back):
+    # its old row kept and marked superseded, nop's row untouched.
+    with ScriptedLLM(legacycalc_solution(), fail_at=1, fail_times=4) as llm:
+        config = agent_config(tmp_path, {"mini-swe-agent": {"base_url": llm.base_url}})
+        run_cli(
+            "run", "--agent", "mini-swe-agent,nop", "--agent-config", config, "--tasks", TASK,
+            "--run-id", "retry", "--infra-retries", "0", env={"OPENAI_API_KEY": DUMMY_KEY},
+        )  # fmt: skip
+        run_dir = runs / "retry"
+        first = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+        assert {(r["agent"], r["status"]) for r in first} == {
+            ("mini-swe-agent", "infra_error"),
+            ("nop", "completed"),
+        }
+        out = run_cli(
+            "run", "--run-id", "retry", "--resume", "--retry", "provider_error",
+            env={"OPENAI_API_KEY": DUMMY_KEY},
+        ).stdout  # fmt: skip
+        assert "--retry provider_error: 1 attempt(s) to run again" in out, out
+        # Nothing else reruns: a second --retry finds nothing.
+        out = run_cli("run", "--run-id", "retry", "--resume", "--retry", "infra,provider_error",
+                      env={"OPENAI_API_KEY": DUMMY_KEY}).stdout  # fmt: skip
+        assert "0 attempt(s) to run again" in out, out
+    rows = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 3, rows  # the two of the first round, the rerun's
+    assert [(r["agent"], r["status"], r.get("superseded")) for r in rows] == [
+        (first[0]["agent"], first[0]["status"], True if first[0]["agent"] != "nop" else None),
+        (first[1]["agent"], first[1]["status"], True if first[1]["agent"] != "nop" else None),
+        ("mini-swe-agent", "completed", None),
+    ]
+    assert rows[-1]["passed"] is True
+    # Both tries of the first round and the rerun's folder are kept apart.
+    mini = run_dir / TASK / "mini-swe-agent"
+    assert (mini / "1").is_dir() and (mini / "1.infra-1").is_dir()

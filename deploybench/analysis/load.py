@@ -107,7 +107,7 @@ def read_results(run_dir: Path, notes: list[str] | None = None) -> list[dict[str
     # A crash mid-append leaves one line without its newline: read without it, and said so,
     # as every reader of a run folder does (deploybench/runfolder.py).
     lines = runfolder.complete_lines(path.read_text(), path, notes)
-    rows = []
+    rows, superseded = [], 0
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -116,7 +116,14 @@ def read_results(run_dir: Path, notes: list[str] | None = None) -> list[dict[str
         except json.JSONDecodeError as exc:
             raise DeployBenchError(f"{path}:{number}: not JSON ({exc.msg})") from None
         _check("RESULT", row, f"{path}:{number}")
+        if row.get("superseded"):  # rerun by run --resume --retry: its new row counts
+            superseded += 1
+            continue
         rows.append(row)
+    if superseded and notes is not None:
+        notes.append(
+            f"{run_dir.name}: {superseded} row(s) superseded by a rerun (--retry), left out"
+        )
     return rows
 
 

@@ -98,6 +98,8 @@ class RunRequest:
     max_cost_usd: float | None = None
     prices: Path | None = None
     model: str | None = None
+    retry: str | None = None
+    infra_retries: int | None = None
 
     def __post_init__(self) -> None:
         if self.selection is not None:
@@ -179,6 +181,12 @@ def _new(request: RunRequest, run_id: str) -> runfolder.RunSpec:
 def execute(request: RunRequest) -> tuple[Path, list[dict]]:
     run_id, run_dir = _run_dir(request)
     spec = _resumed(request, run_dir) if request.resume else _new(request, run_id)
+    kinds = tuple(_split(request.retry))
+    for kind in kinds:
+        if kind not in runfolder.RETRY_KINDS:
+            raise DeployBenchError(f"--retry {kind}: one of {', '.join(runfolder.RETRY_KINDS)}")
+    if kinds and not request.resume:
+        raise DeployBenchError("--retry reruns attempts of a run: add --resume and its --run-id")
     chosen = _select_tasks(Selection(tasks=",".join(spec.tasks)))
     agents = [AgentSpec(**a) for a in spec.agent_specs]
     prices = None
@@ -214,6 +222,10 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
 
         # A backend that bills nothing (local) asks nothing.
         costs.estimate_and_confirm(chosen_backend, chosen, agents, spec.attempts, request.yes)
+    if kinds:
+        again = runfolder.to_retry(run_dir, kinds)
+        runfolder.ResultsStore(run_dir).supersede(again)
+        click.echo(f"--retry {','.join(kinds)}: {len(again)} attempt(s) to run again")
     # Owner only: the run folder holds the agents' logs and the machines' state.
     runs_dir().mkdir(parents=True, exist_ok=True)
     run_dir.mkdir(mode=0o700, exist_ok=True)
@@ -235,6 +247,7 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
             bank_dir=banks,
             bank_size=request.bank,
             prices=prices,
+            **({} if request.infra_retries is None else {"infra_retries": request.infra_retries}),
         )
     )
     return run_dir, runner.run()
@@ -380,6 +393,20 @@ CPU_ONLY_HELP = (
     "from instead of the network (see deploybench sources sync).",
 )
 @click.option("--cpu-only", is_flag=True, help=CPU_ONLY_HELP)
+@click.option(
+    "--retry",
+    default=None,
+    help="With --resume: run again the attempts whose last row is an infrastructure error of "
+    "these kinds (infra, provider_error; comma-separated). Their old rows are kept, marked "
+    "superseded; nothing else reruns.",
+)
+@click.option(
+    "--infra-retries",
+    type=click.IntRange(0, 20),
+    default=None,
+    help="Tries after an infrastructure error before an attempt's row says infra_error "
+    "(default 2).",
+)
 @click.option(
     "--max-tokens",
     type=click.IntRange(1),

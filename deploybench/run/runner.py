@@ -391,7 +391,6 @@ class Runner:
                     },
                 )
                 kept = runfolder.infra_dir(folder, tries)
-                shutil.rmtree(kept, ignore_errors=True)
                 folder.rename(kept)
                 row = self._row(attempt, started_at, status="infra_error")
         self.store.append(row)
@@ -443,7 +442,7 @@ class Runner:
 
     def _run(self, todo: list[Attempt]) -> list[dict[str, Any]]:
         total = len(self.planned())
-        passed = sum(1 for r in self.store.load() if r.get("passed"))
+        passed = sum(1 for r in runfolder.current(self.store.load()) if r.get("passed"))
         columns = (
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -481,7 +480,7 @@ class Runner:
                 self.cleanup()
                 raise
             pool.shutdown(wait=True)
-        return self.store.load()
+        return runfolder.current(self.store.load())
 
     def cleanup(self) -> None:
         _end_orphans(self.o.run_dir)
