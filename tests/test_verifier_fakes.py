@@ -154,7 +154,24 @@ def tinytrain_constant(tmp_path):
     return _tinytrain_with(tmp_path, '\\"loss\\": 0.9876, \\"accuracy\\": 0.711')
 
 
+def legacycalc_stub_binary(tmp_path):
+    # The values checks.yaml publishes, one "LINE VALUE" row each (invalid ones as the program
+    # reports them), printed by a script behind a tiny ELF: the constant and the stub at once.
+    expected = {}
+    for check in verification.load_checks("legacycalc_demo24"):
+        if check["kind"] == "values":
+            expected.update(check["expected"])
+    body = "cat >/dev/null\n" + "".join(
+        f"echo '{k} {v if v != 'invalid' else 'invalid: x'}'\n" for k, v in expected.items()
+    )
+    workdir = tmp_path / "wd"
+    stub_elf(workdir / "legacycalc", body)
+    return workdir
+
+
 CASES = {
+    ("legacycalc_demo24", "stub_binary"): (legacycalc_stub_binary, None),
+    ("legacycalc_demo24", "constant"): (legacycalc_stub_binary, None),
     ("wannier90_jpcm20", "stub_binary"): (wannier_stub_binary, WANNIER_VARIANT),
     ("wannier90_jpcm20", "echo"): (wannier_echo, WANNIER_VARIANT),
     ("wannier90_jpcm20", "constant"): (wannier_constant, WANNIER_VARIANT),
