@@ -226,14 +226,18 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
     commands = [e for e in events if e["kind"] == "command"]
     assert len(commands) == 6 and all(isinstance(e.get("exit_code"), int) for e in commands)
     # The first `make` fails. Under load OpenHands' own tmux shell now and then hands a command
-    # the output and exit code of the one before it (docs/agents.md); the converter reports what
-    # OpenHands reported, so the failure is checked where its output landed: every command whose
-    # observation holds make's error has a non-zero exit code.
+    # the output of the one before it, with or without its exit code (docs/agents.md: seen with
+    # both shifted, and on 2026-12-05 with the output shifted alone, `cat Makefile` holding
+    # make's error with exit code 0); the converter reports what OpenHands reported. So the
+    # trajectory must show the failure where OpenHands put it: make's error in an observation
+    # and a non-zero exit code on make's command or on the one its output landed on.
     failed_make = [e for e in commands if "make: ***" in (e.get("output") or "")]
     print(
         "observations holding make's error:", [(e["command"], e["exit_code"]) for e in failed_make]
     )
-    assert all(e["exit_code"] != 0 for e in failed_make), failed_make
+    assert failed_make, [(e["command"], e["exit_code"]) for e in commands]
+    makes = [e for e in commands if e["command"].strip() == "make"]
+    assert any(e["exit_code"] != 0 for e in [*failed_make, *makes]), commands
     assert [e["kind"] for e in events].count("task_tracker") == 1
     assert events[-1]["kind"] == "finish"
     assert (attempt / "trajectory.native.jsonl").is_file()
