@@ -28,6 +28,8 @@ SUBCOMMANDS = {
     "diagnose": "deploybench.commands.report:diagnose",
     "sources": "deploybench.commands.sources:sources_group",
     "stage": "deploybench.commands.sources:stage",
+    "status": "deploybench.commands.watch:status",
+    "logs": "deploybench.commands.watch:logs",
 }
 
 HELP = {
@@ -45,6 +47,8 @@ HELP = {
     "diagnose": "Diagnose failed attempts and map them to failure patterns.",
     "sources": "Sync and list the source cache (task repositories at pinned commits, papers).",
     "stage": "Stage one task's pinned tree on a fresh machine, without an agent.",
+    "status": "Show a run's running attempts: stage, time against budget, tokens so far.",
+    "logs": "Print (or follow with -f) one attempt's agent log, live from its machine.",
 }
 
 

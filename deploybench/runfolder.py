@@ -67,6 +67,7 @@ SCAFFOLD = "scaffold.json"  # how the agent's scaffold reached the machine: buil
 VARIANT = "variant.json"  # the verifier's drawn variant (verify/bank.py), the controller's alone
 MODEL_CALLS = "model_calls.jsonl"  # every model call through the run's gateway (run/gateway.py)
 GATEWAY = "gateway.json"  # the attempt's totals at the gateway: calls, tokens, cost, failures
+LIVE = "live.json"  # while the attempt runs: its stage and times, for watchers (run/live.py)
 VARIANTS_DIR = "bank_runs"  # a bank's real runs of the experiment (validate-references --bank)
 # Folders of an attempt.
 STATE_DIR = "state"  # the agent's machine after it stopped

@@ -10,6 +10,8 @@ listed and destroyed later by any process, also after a crash."""
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -22,6 +24,9 @@ from deploybench.backends import inventory
 from deploybench.backends.terraform import Deployment
 from deploybench.errors import DeployBenchError
 from deploybench.paths import TERRAFORM_DIR
+
+# The most a watcher reads of a running machine's file at once.
+LIVE_READ_CAP = 1 << 20
 
 
 @dataclass
@@ -143,6 +148,33 @@ class Backend(ABC):
         the attempt. Only for a backend that judges_from_outside."""
         # Reached only by a caller that ignored judges_from_outside: a harness bug, never input.
         raise NotImplementedError(f"the {self.name} backend judges through the machine")
+
+    def read_live(self, machines: dict[str, dict], path: str, offset: int) -> bytes | None:
+        """What a file of a running machine holds from `offset` on (at most LIVE_READ_CAP
+        bytes), for a watcher (`deploybench logs -f` on the agent's log while it runs); None
+        when it cannot be read. By default over the harness's SSH login of the machine: it is
+        the agent's login, so what comes back is the agent's to shape and is shown, never
+        judged; it is never used once the agent has stopped (the run folder has the log then)."""
+        machine = next(iter(machines.values()))
+        args = [
+            "ssh",
+            *shlex.split(inventory.ssh_options(machine)),
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "ConnectTimeout=10",
+            "-i",
+            machine["private_key_file"],
+            "-p",
+            str(machine["port"]),
+            f"{machine['user']}@{machine['host']}",
+            f"tail -c +{int(offset) + 1} -- {shlex.quote(path)} | head -c {LIVE_READ_CAP}",
+        ]
+        try:
+            done = subprocess.run(args, capture_output=True, timeout=30, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout if done.returncode == 0 else None
 
     makes_banks = False
     # How a machine reaches a port of the controller's loopback (the run's model gateway): by a

@@ -144,6 +144,17 @@ class LocalBackend(Backend):
 
         return after_agent.judge(state_home(), next(iter(machines)), attempt, task_id, hand)
 
+    def read_live(self, machines: dict[str, dict], path: str, offset: int) -> bytes | None:
+        """From the host, without the machine's login: the file as the machine's overlay
+        layers hold it, every component opened without following a link (local/layers.py)."""
+        from deploybench.backends.base import LIVE_READ_CAP
+        from deploybench.local import layers
+
+        mdir = machine.machines_dir(state_home()) / next(iter(machines))
+        info = machine.read_info(mdir) or {}
+        m = layers.Machine(machine.upper_dir(mdir), Path(info.get("image_dir", "")))
+        return m.read_from(path.lstrip("/"), offset, LIVE_READ_CAP)
+
     # The experiment runs from the host on the judged machine's layers as often as asked.
     makes_banks = True
     # Its machines reach the controller's loopback ports they are given through a bridge of

@@ -60,9 +60,12 @@ def lstat(root: Path, rel: str) -> os.stat_result | None:
         os.close(fd)
 
 
-def read(root: Path, rel: str, cap: int, tail: bool = False) -> tuple[bytes, int] | None:
-    """The first (or, with tail, the last) `cap` bytes of a regular file and its full size;
-    None when the path is not a regular file reached through real folders."""
+def read(
+    root: Path, rel: str, cap: int, tail: bool = False, offset: int = 0
+) -> tuple[bytes, int] | None:
+    """The first (or, with tail, the last; or from `offset` on) `cap` bytes of a regular file
+    and its full size; None when the path is not a regular file reached through real
+    folders."""
     parts = _parts(rel)
     if not parts:
         return None
@@ -84,6 +87,8 @@ def read(root: Path, rel: str, cap: int, tail: bool = False) -> tuple[bytes, int
                 return None
             if tail and st.st_size > cap:
                 f.seek(st.st_size - cap)
+            elif offset:
+                f.seek(offset)
             return f.read(cap), st.st_size
     finally:
         os.close(fd)
@@ -127,6 +132,15 @@ class Machine:
         if st is not None:
             return None if is_whiteout(st) else read(self.upper, rel, cap)
         return read(self.lower, rel, cap)
+
+    def read_from(self, rel: str, offset: int, cap: int) -> bytes | None:
+        """At most `cap` bytes of the file from `offset` on; None when it is not there."""
+        st = lstat(self.upper, rel)
+        root = self.upper if st is not None else self.lower
+        if st is not None and is_whiteout(st):
+            return None
+        got = read(root, rel, cap, offset=offset)
+        return None if got is None else got[0]
 
     def listdir(self, rel: str) -> list[str]:
         names: set[str] = set()

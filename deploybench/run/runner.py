@@ -31,6 +31,7 @@ from deploybench.attempt.agents import AgentSpec
 from deploybench.backends import Backend, MachineRequest, deployments, get_backend, inventory
 from deploybench.errors import DeployBenchError, InfraError
 from deploybench.paths import PLAYBOOKS_DIR
+from deploybench.run import live
 from deploybench.runfolder import ResultsStore
 from deploybench.verify import verification
 
@@ -143,11 +144,26 @@ class Runner:
         request = self._request(attempt.task_id, attempt.agent)
         started_at = now()
         events: list[dict[str, Any]] = []
+        watch = live.Watch(
+            folder,
+            attempt.task_id,
+            attempt.agent,
+            attempt.number,
+            self.o.agent_seconds
+            or agent.agent_seconds
+            or int(self.o.tasks[attempt.task_id]["agent_minutes"] * 60),
+        )
+
+        def on_event(event: dict[str, Any]) -> None:
+            events.append(event)
+            watch.on_event(event)
+
         # The deployment is recorded in the state folder, with this run as its owner, before
         # its machine is started: `machines`, `destroy` and --resume see it whenever we die.
         deployment = deployments.open_for(
             request, owner={"run_dir": str(self.o.run_dir.resolve()), "attempt": str(folder)}
         )
+        watch.deployment(deployment)
         lease = None
         try:
             machines = self.o.backend.provision(request, deployment)
@@ -177,7 +193,7 @@ class Runner:
                 inventory.as_data(machines, reverse),
                 extravars,
                 folder / runfolder.ANSIBLE_DIR,
-                on_event=events.append,
+                on_event=on_event,
                 # A provider failure ends the attempt's playbook at once: the attempt is the
                 # infrastructure's, and the agent's retries against a refusing gateway are waste.
                 cancel=lambda: self.cancelled.is_set() or bool(lease and lease.provider_error),
@@ -195,6 +211,8 @@ class Runner:
             if provider_failed:
                 pass
             elif outside:
+                # The stop and the verifier both run from outside now, in one call.
+                watch.stage("stop")
                 judged = self._after_agent(attempt, machines, folder, events)
                 if judged and self.o.bank_size and self._passed(attempt, folder):
                     self._make_bank(attempt, machines, folder)
@@ -212,6 +230,7 @@ class Runner:
             finally:
                 deployments.keep_evidence(deployment, folder / runfolder.MACHINE_DIR)
             shutil.rmtree(deployment, ignore_errors=True)
+            watch.stage("done")
         if self.cancelled.is_set():
             raise KeyboardInterrupt
         calls = runfolder.read_gateway(folder)
@@ -452,7 +471,9 @@ class Runner:
         )
         # Twice a second is enough for a bar of attempts that last minutes; rich's default of ten
         # redraws cost the controller CPU beside every attempt.
-        with Progress(*columns, transient=False, refresh_per_second=2) as progress:
+        with _RunProgress(
+            self.o.run_dir, *columns, transient=False, refresh_per_second=2
+        ) as progress:
             bar = progress.add_task(
                 f"run {self.run_id}", total=total, completed=total - len(todo), passed=passed
             )
@@ -492,6 +513,21 @@ class Runner:
                 deployments.destroy_folder(get_backend(backend_name), folder)
             except DeployBenchError:
                 continue
+
+
+class _RunProgress(Progress):
+    """The run's bar with, under it, a table of the attempts under way (run/live.py), redrawn
+    in place; finished attempts scroll above as one line each."""
+
+    def __init__(self, run_dir: Path, *columns: Any, **kwargs: Any):
+        self.run_dir = run_dir  # before rich's init, which may draw already
+        super().__init__(*columns, **kwargs)
+
+    def get_renderables(self):
+        yield self.make_tasks_table(self.tasks)
+        rows = live.running(self.run_dir)
+        if rows:
+            yield live.table(rows)
 
 
 def finished_line(row: dict[str, Any]) -> str:
