@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from deploybench import catalog
+from deploybench.paths import ROLES_DIR
 from deploybench.verify import verification
 from tests.conftest import REPO
 from tests.verifier_states import (
@@ -125,8 +126,11 @@ def test_reference_role_parts(task_id):
     # The paper's rule: no Docker in a reference setup.
     assert not re.search(r"\bdocker\b", done, re.IGNORECASE)
     if CATALOG[task_id]["gpu"]:
-        # The role refuses a machine without an NVIDIA GPU and installs the driver.
-        assert "lspci -d 10de:" in done and "nvidia-smi" in done
+        # The role refuses a machine without an NVIDIA GPU and installs the driver: through the
+        # shared role, which does both.
+        assert re.search(r'"name": "gpu_driver"', done), task_id
+        shared = json.dumps(yaml.safe_load((ROLES_DIR / "gpu_driver/tasks/main.yml").read_text()))
+        assert "lspci -d 10de:" in shared and "nvidia-smi" in shared
 
 
 @pytest.mark.parametrize("task_id", TASKS)
