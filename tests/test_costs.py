@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from deploybench.errors import DeployBenchError
 from deploybench.run import costs
+from tests.conftest import REPO
 
 
 def test_price_table_names_source_and_date_of_every_price():
@@ -102,3 +103,49 @@ def test_run_estimate_is_tasks_times_agents_times_attempts():
     assert (cpu.machine_type, cpu.attempts, cpu.hours_each) == ("m6i.4xlarge", 4, 1.0)
     assert est.total_usd == pytest.approx(round(4 * 1.25 * 1.3232 + 4 * 0.768, 2))
     assert "at most $" in lines[0]
+
+
+def _mini(**changed):
+    from dataclasses import replace
+
+    from deploybench.attempt.agents import load_agent
+
+    return replace(load_agent("mini-swe-agent", REPO / "agents" / "mini-swe-agent.yaml"), **changed)
+
+
+def test_the_estimate_honours_the_agents_budget_and_caps_its_model_calls():
+    from deploybench.attempt.agents import load_agent
+
+    tasks = {"silt_sosp11": {"gpu": False, "agent_minutes": 30, "verify_minutes": 15}}
+    nop = load_agent("nop")
+    # A 2-hour --agent-seconds is what the machines are held for, not the task's 30 minutes.
+    [att] = costs.attempts_of(tasks, [nop], agent_seconds=7200)
+    assert att.budget_minutes == 120 + 15 and att.model_usd == 0.0
+    est = costs.estimate([att], "aws")
+    assert est.machine_hours == pytest.approx((135 + 15) / 60, abs=0.01) and est.bounded
+    # A scaffold: its install time counts, and its model calls are capped by its caps.
+    capped = _mini(max_cost_usd=4.0)
+    [att] = costs.attempts_of(tasks, [capped], agent_seconds=3600)
+    assert att.budget_minutes == 60 + capped.install_seconds / 60 + 15
+    assert att.model_usd == 4.0
+    tokens = _mini(max_tokens=1_000_000, model="m1")
+    [att] = costs.attempts_of(tasks, [tokens], prices={"m1": (3.0, 15.0)})
+    assert att.model_usd == pytest.approx(15.0)  # a million tokens at the dearer price
+    lines: list[str] = []
+    est = costs.estimate_and_confirm(
+        "aws", tasks, [capped, tokens], attempts=2, yes=True, echo=lines.append,
+        prices={"m1": (3.0, 15.0)}, ceiling=lambda a: 3 * (a.budget_minutes + 60) / 60,
+    )  # fmt: skip
+    assert est.model_usd == pytest.approx(2 * 4.0 + 2 * 15.0) and est.bounded
+    text = "\n".join(lines)
+    assert "upper bound" in lines[0] and "model calls: at most $38.00" in text, text
+    assert est.ceiling_usd > est.total_usd - est.model_usd and "ceiling" in text
+
+
+def test_an_agent_without_a_cap_makes_the_estimate_say_it_is_no_bound():
+    tasks = {"silt_sosp11": {"gpu": False, "agent_minutes": 30, "verify_minutes": 15}}
+    lines: list[str] = []
+    est = costs.estimate_and_confirm("aws", tasks, [_mini()], yes=True, echo=lines.append)
+    assert not est.bounded and est.unbounded == ["mini-swe-agent"]
+    assert "upper bound" not in lines[0] and "model cost not bounded" in lines[0]
+    assert "NOT bounded" in lines[0] and "+ models" in lines[0]

@@ -221,7 +221,22 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
         from deploybench.run import costs
 
         # A backend that bills nothing (local) asks nothing.
-        costs.estimate_and_confirm(chosen_backend, chosen, agents, spec.attempts, request.yes)
+        from deploybench.run.runner import STAGING_SECONDS
+
+        tries = 1 + (
+            RunOptions.infra_retries if request.infra_retries is None else request.infra_retries
+        )
+        costs.estimate_and_confirm(
+            chosen_backend,
+            chosen,
+            agents,
+            spec.attempts,
+            request.yes,
+            agent_seconds=spec.agent_seconds,
+            prices=prices,
+            # The most an attempt holds machines: its wall-clock limit (the runner's), each try.
+            ceiling=lambda a: tries * (a.budget_minutes * 60 + STAGING_SECONDS) / 3600,
+        )
     if kinds:
         again = runfolder.to_retry(run_dir, kinds)
         runfolder.ResultsStore(run_dir).supersede(again)

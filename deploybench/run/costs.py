@@ -1,9 +1,14 @@
-"""What a cloud run will cost at most, before any machine is made.
+"""What a cloud run will cost, before any machine is made.
 
-The estimate is an upper bound: every attempt is charged its whole time budget (agent plus
-verification) plus a fixed overhead for booting, preparing and staging, at the on-demand
-hourly price of its machine type from prices.csv (which names the source and date of each
-price). Both clouds bill by the second, so a run that ends early costs less."""
+Each attempt's machine is charged its whole time budget (the agent's budget as the run gives it:
+--agent-seconds, else the spec's, else the task's; the scaffold's install time when it has one;
+the verification budget) plus a fixed overhead for booting, preparing and staging, at the
+on-demand hourly price of its machine type from prices.csv (which names the source and date of
+each price). Both clouds bill by the second, so a run that ends early costs less. Its model
+calls are charged their cap: --max-cost-usd, or --max-tokens at the dearer of the model's two
+token prices (--prices); an agent that calls a model with neither cap has no bound, and the
+estimate says so instead of calling itself an upper bound. The ceiling beside it charges every
+attempt its wall-clock limit (run/runner.py) and every infrastructure retry."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import csv
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import Any
 
 import click
 
@@ -40,6 +46,9 @@ class Attempt:
     task_id: str
     gpu: bool
     budget_minutes: float
+    # The model calls' cap in USD; None when the agent calls a model with no cap.
+    model_usd: float | None = 0.0
+    agent: str = ""
 
 
 @dataclass
@@ -60,6 +69,13 @@ class Estimate:
     total_usd: float = 0.0
     machine_hours: float = 0.0
     machines: int = 0
+    model_usd: float = 0.0
+    unbounded: list[str] = field(default_factory=list)  # agents whose model cost has no cap
+    ceiling_usd: float | None = None  # wall-clock limits and every retry (machines only)
+
+    @property
+    def bounded(self) -> bool:
+        return not self.unbounded
 
 
 def load_prices() -> list[Price]:
@@ -111,8 +127,7 @@ def _as_attempt(item: Attempt | tuple | dict) -> Attempt:
         return item
     if isinstance(item, dict):
         return Attempt(item["task_id"], bool(item["gpu"]), float(item["budget_minutes"]))
-    task_id, gpu, minutes = item
-    return Attempt(task_id, bool(gpu), float(minutes))
+    return Attempt(item[0], bool(item[1]), float(item[2]), *item[3:])
 
 
 def estimate(
@@ -142,13 +157,20 @@ def estimate(
         row.usd = round(row.attempts * hours * price.usd_per_hour, 4)
         est.machines += 1
         est.machine_hours += hours
-    est.total_usd = round(sum(r.usd for r in est.rows), 2)
+        if att.model_usd is None:
+            if att.agent not in est.unbounded:
+                est.unbounded.append(att.agent)
+        else:
+            est.model_usd += att.model_usd
+    est.model_usd = round(est.model_usd, 2)
+    est.total_usd = round(sum(r.usd for r in est.rows) + est.model_usd, 2)
     est.machine_hours = round(est.machine_hours, 2)
     return est
 
 
 def format_estimate(est: Estimate) -> str:
-    lines = [f"Cost estimate ({est.backend}, on-demand, upper bound):"]
+    kind = "upper bound" if est.bounded else "machines only: model cost not bounded"
+    lines = [f"Cost estimate ({est.backend}, on-demand, {kind}):"]
     width = max([len(r.task_id) for r in est.rows] + [4])
     lines.append(f"  {'task':<{width}}  {'machine':<15} {'n':>4} {'h each':>7} {'$/h':>8} {'$':>9}")
     for r in est.rows:
@@ -156,22 +178,69 @@ def format_estimate(est: Estimate) -> str:
             f"  {r.task_id:<{width}}  {r.machine_type:<15} {r.attempts:>4} "
             f"{r.hours_each:>7.2f} {r.usd_per_hour:>8.4f} {r.usd:>9.2f}"
         )
+    if est.model_usd:
+        lines.append(f"  model calls: at most ${est.model_usd:.2f} (each attempt's cap)")
+    if est.unbounded:
+        lines.append(
+            f"  model calls of {', '.join(est.unbounded)}: NOT bounded (give --max-cost-usd, "
+            "or --max-tokens with --prices)"
+        )
+    total = f"at most ${est.total_usd:.2f}" if est.bounded else f"${est.total_usd:.2f} + models"
     lines.append(
-        f"  total: {est.machines} machines, {est.machine_hours:.2f} machine-hours, "
-        f"at most ${est.total_usd:.2f}"
+        f"  total: {est.machines} machines, {est.machine_hours:.2f} machine-hours, {total}"
     )
+    if est.ceiling_usd is not None:
+        lines.append(
+            f"  ceiling for the machines: ${est.ceiling_usd:.2f} (every attempt at its "
+            "wall-clock limit, every infrastructure retry used)"
+        )
     for p in est.prices:
         lines.append(f"  price {p.machine_type} ({p.region}): {p.source} as of {p.as_of}")
     return "\n".join(lines)
 
 
-def attempts_of(tasks: Mapping[str, Mapping], agents: Sequence, attempts: int = 1) -> list[Attempt]:
-    """One Attempt per task x agent x repetition; the budget is the task's agent_minutes plus
-    its verify_minutes (task.yaml, contract 2)."""
+def _budget_minutes(task: Mapping, agent: Any, agent_seconds: int | None) -> float:
+    seconds = agent_seconds or getattr(agent, "agent_seconds", None)
+    minutes = seconds / 60 if seconds else float(task.get("agent_minutes") or 60)
+    if getattr(agent, "install", None):
+        minutes += getattr(agent, "install_seconds", 0) / 60
+    return minutes + float(task.get("verify_minutes") or 0)
+
+
+def model_cap_usd(agent: Any, prices: Mapping[str, tuple[float, float]] | None) -> float | None:
+    """What one attempt's model calls may cost at most: 0 for an agent that calls no model,
+    None when nothing caps them."""
+    behaviour = getattr(agent, "behaviour", None)
+    if behaviour is None or not behaviour.calls_a_model:
+        return 0.0
+    if agent.max_cost_usd is not None:
+        return float(agent.max_cost_usd)
+    price = (prices or {}).get(agent.model or "")
+    if agent.max_tokens is not None and price:
+        return agent.max_tokens * max(price) / 1e6
+    return None
+
+
+def attempts_of(
+    tasks: Mapping[str, Mapping],
+    agents: Sequence,
+    attempts: int = 1,
+    agent_seconds: int | None = None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+) -> list[Attempt]:
+    """One Attempt per task x agent x repetition, each with its budget (_budget_minutes) and
+    its model cap (model_cap_usd)."""
     out = []
     for task_id, task in tasks.items():
-        minutes = float(task.get("agent_minutes") or 60) + float(task.get("verify_minutes") or 0)
-        out += [Attempt(task_id, bool(task.get("gpu")), minutes)] * (len(agents) * attempts)
+        for agent in agents:
+            one = Attempt(
+                task_id,
+                bool(task.get("gpu")),
+                _budget_minutes(task, agent, agent_seconds),
+                model_cap_usd(agent, prices),
+                getattr(agent, "name", str(agent)),
+            )
+            out += [one] * attempts
     return out
 
 
@@ -181,6 +250,7 @@ def confirm(
     yes: bool = False,
     echo: Callable[[str], None] = click.echo,
     overhead_minutes: float = DEFAULT_OVERHEAD_MINUTES,
+    ceiling: Callable[[Attempt], float] | None = None,
 ) -> Estimate | None:
     """Print the estimate of a cloud run and ask before spending; `yes` skips the question.
     A backend that bills nothing (local) is never asked about (returns None). Raises
@@ -188,13 +258,21 @@ def confirm(
     backend = _backend(backend)
     if not backend.billed:
         return None
-    est = estimate(attempts, backend, overhead_minutes)
+    planned = [_as_attempt(a) for a in attempts]
+    est = estimate(planned, backend, overhead_minutes)
+    if ceiling is not None:
+        est.ceiling_usd = round(
+            sum(ceiling(a) * price_for(backend, a.gpu, est.prices).usd_per_hour for a in planned),
+            2,
+        )
     echo(format_estimate(est))
     if not yes:
-        click.confirm(
-            f"Start {est.machines} {backend.name} machines for at most ${est.total_usd:.2f}?",
-            abort=True,
+        money = (
+            f"at most ${est.total_usd:.2f}"
+            if est.bounded
+            else f"${est.total_usd:.2f} of machines and models without a cap"
         )
+        click.confirm(f"Start {est.machines} {backend.name} machines for {money}?", abort=True)
     return est
 
 
@@ -205,7 +283,13 @@ def estimate_and_confirm(
     attempts: int = 1,
     yes: bool = False,
     echo: Callable[[str], None] = click.echo,
+    agent_seconds: int | None = None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    ceiling: Callable[[Attempt], float] | None = None,
 ) -> Estimate | None:
     """What `deploybench run` calls before a cloud run: tasks (id -> task.yaml data) x agents
-    x attempts machines, each for its task's budget; asks unless `yes` (--yes)."""
-    return confirm(attempts_of(tasks, agents, attempts), backend, yes=yes, echo=echo)
+    x attempts machines, each for its budget; asks unless `yes` (--yes). ceiling(attempt)
+    gives the hours one attempt may hold machines at most (its wall-clock limit, retries
+    included)."""
+    planned = attempts_of(tasks, agents, attempts, agent_seconds, prices)
+    return confirm(planned, backend, yes=yes, echo=echo, ceiling=ceiling)
