@@ -350,3 +350,22 @@ def test_a_passing_api_error_mid_apply_is_applied_again(aws, moto, tmp_path, mon
         )["SecurityGroups"]
         == []
     )
+
+
+def test_the_cost_prompt_of_a_real_run_counts_its_agent_seconds(aws, runs):
+    # The case: a 2-hour --agent-seconds priced as the task's own budget (0.47 h). The
+    # prompt is declined: nothing is made.
+    ec2, owner = aws
+    out = run_cli(
+        "run", "--backend", "aws", "--agent", "nop", "--tasks", "legacycalc_demo24",
+        "--agent-seconds", "7200", "--run-id", "priced", input="n\n", check=False,
+    )  # fmt: skip
+    text = out.stdout + out.stderr
+    verify = yaml.safe_load((REPO / "tasks/legacycalc_demo24/task.yaml").read_text())[
+        "verify_minutes"
+    ]
+    hours = (120 + verify + 15) / 60
+    assert re.search(rf"legacycalc_demo24\s+m6i\.4xlarge\s+1\s+{hours:.2f}", text), text
+    assert "upper bound" in text and "ceiling for the machines" in text, text
+    assert "Start 1 aws machines for at most $" in text and out.returncode != 0
+    assert _instances(ec2, owner) == []
