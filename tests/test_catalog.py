@@ -426,3 +426,19 @@ def test_validate_refuses_a_catalog_task_without_its_reference_setup_or_verifier
     for part in ("reference_setups", "verifiers"):
         shutil.copytree(REPO / part / "silt_sosp11", repo / part / "silt_sosp11")
     assert catalog.validate_all(repo / "tasks") == []
+
+
+def test_the_tasks_readme_has_a_row_for_every_field_of_the_schema():
+    # The field table is prose for newcomers; the schema is the contract: a field added to one
+    # and not the other fails here.
+    import json
+    import re
+
+    schema = json.loads((REPO / "tasks" / "schema.json").read_text())
+    text = (REPO / "tasks" / "README.md").read_text()
+    table = text.split("## task.yaml", 1)[1].split("\n## ", 1)[0]
+    named = set()
+    for row in re.findall(r"^\| ([^|]+) \|", table, re.M):
+        named |= {f.strip() for f in row.split(",")}
+    assert set(schema["properties"]) <= named, set(schema["properties"]) - named
+    assert named - {"field", "---"} <= set(schema["properties"]), named - set(schema["properties"])

@@ -292,6 +292,8 @@ def test_missing_file_is_recorded_and_needed_file_stops(upstream, tasks_dir, sta
     proc = run_cli("sources", "sync", "--source-mirror", mirror, env=env, check=False)
     assert proc.returncode == 2
     assert "error: app_test24: the source lacks 1 file(s) the task needs" in proc.stderr
+    # The progress line's last word is no "done" for a sync that failed.
+    assert ": done in" not in proc.stderr and "1 problem(s) after" in proc.stderr, proc.stderr
 
 
 def test_paper_pdf_from_the_mirror_is_staged(upstream, tasks_dir, state_home, tmp_path):

@@ -69,8 +69,12 @@ def sync(tasks: str | None, source_mirror: Path | None) -> None:
     from the repository's URL or from --source-mirror. Cached commits are not fetched again."""
     chosen = select(tasks)
     problems: list[str] = []
-    with status_line(f"syncing sources of {len(chosen)} task(s)") as update:
+    with status_line(f"syncing sources of {len(chosen)} task(s)", problems) as update:
         records = staging.sync(chosen, source_mirror, on_step=update, problems=problems)
+        for task_id, r in records.items():
+            needed = sources.needed_missing(chosen[task_id], sources.all_missing(r))
+            if needed:  # cached, but it cannot be staged: a run of it would be refused
+                problems.append(f"{task_id}: {sources.needed_message(needed)}")
     table = Table(
         "task", "repository", "commit", "submodules", "missing files", "staged", "paper", "from"
     )
@@ -98,10 +102,6 @@ def sync(tasks: str | None, source_mirror: Path | None) -> None:
                 f"{task_id}: ... and {len(missing) - SHOWN_MISSING} more missing files "
                 f"(every one: deploybench sources list --json; staging.json of each attempt)"
             )
-    for task_id, r in records.items():
-        needed = sources.needed_missing(chosen[task_id], sources.all_missing(r))
-        if needed:  # cached, but it cannot be staged: a run of it would be refused
-            problems.append(f"{task_id}: {sources.needed_message(needed)}")
     for line in problems:
         click.echo(f"deploybench: error: {line}", err=True)
     if problems:
