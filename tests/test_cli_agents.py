@@ -189,13 +189,31 @@ def changes_now(state_home: Path, attempt: Path) -> list[str]:
     return machine.changed_files(state_home, uppers[0].parent.parent.name)
 
 
-def looker(state_home: Path, attempt: Path, into: list[str]):
+def environments_now(state_home: Path, attempt: Path) -> list[bytes]:
+    """The environment of every process on the attempt's machine now, read by the host."""
+    from deploybench.local import machine
+
+    uppers = UpperLayerWatch(state_home, [], "")._uppers(attempt)
+    mdir = uppers[0].parent.parent
+    out = []
+    for pid in machine.machine_processes(machine.read_info(mdir) or {}):
+        try:
+            out.append(Path(f"/proc/{pid}/environ").read_bytes())
+        except OSError:
+            continue  # ended since it was listed
+    return out
+
+
+def looker(state_home: Path, attempt: Path, into: list[str], envs: list[bytes] | None = None):
     """A first-request hook that keeps changes_now's rows in `into` (its error as a row: the
-    server's thread must answer the agent whatever the look found)."""
+    server's thread must answer the agent whatever the look found), and with `envs` the
+    environments of the machine's processes at that moment."""
 
     def look() -> None:
         try:
             into.extend(changes_now(state_home, attempt))
+            if envs is not None:
+                envs.extend(environments_now(state_home, attempt))
         except Exception as exc:  # noqa: BLE001 - shown by the test's assertion instead
             into.append(f"look failed\t{exc!r}")
 

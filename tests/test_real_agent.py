@@ -44,9 +44,10 @@ def test_mini_swe_agent_solves_the_demo_and_stops_at_its_step_limit(
     run_dir = runs / "mini"
     attempt = run_dir / TASK / "mini-swe-agent" / "1"
     at_first_call: list[str] = []
+    environments: list[bytes] = []
     solving = ScriptedLLM(
         legacycalc_solution(),
-        on_first_request=looker(state_home, attempt, at_first_call),
+        on_first_request=looker(state_home, attempt, at_first_call, environments),
     )
     with solving as llm, ScriptedLLM(never_finishes()) as looping:
         config = agent_config(
@@ -137,8 +138,14 @@ def test_mini_swe_agent_solves_the_demo_and_stops_at_its_step_limit(
     assert row["steps"] == 3 and len(looping.requests) == 3
     assert not row["passed"]
 
-    # The key came from the controller's environment and is nowhere in the evidence.
+    # The key came from the controller's environment and is nowhere in the evidence, nor in
+    # the state folder, nor in the environment of any process on the machine while the agent
+    # called its model (the agent's own process among them, holding the attempt's key).
     assert files_holding(runs, DUMMY_KEY) == []
+    assert files_holding(state_home, DUMMY_KEY) == []
+    assert len(environments) > 3, len(environments)
+    assert not [e for e in environments if DUMMY_KEY.encode() in e]
+    assert any(b"dbgw-" in e for e in environments)  # the attempt's key was there to find
 
 
 def test_a_provider_outage_is_retried_and_never_scored(root_host, runs, state_home, tmp_path):
@@ -221,3 +228,24 @@ def test_resume_with_retry_reruns_exactly_the_provider_errors(
     # Both tries of the first round and the rerun's folder are kept apart.
     mini = run_dir / TASK / "mini-swe-agent"
     assert (mini / "1").is_dir() and (mini / "1.infra-1").is_dir()
+
+
+def test_two_models_are_two_agents_and_two_columns(root_host, runs, state_home, tmp_path):
+    # run --model m1,m2: one attempt per model with that model in every request, each its own
+    # agent in results.jsonl and its own column ("mini-swe-agent / m1") in the report.
+    stop_at_once = [legacycalc_solution()[-1]]
+    with ScriptedLLM(stop_at_once) as llm:
+        config = agent_config(tmp_path, {"mini-swe-agent": {"base_url": llm.base_url}})
+        out = run_cli(
+            "run", "--agent", "mini-swe-agent", "--agent-config", config, "--tasks", TASK,
+            "--model", "m1,m2", "--parallel", "2", "--run-id", "models",
+            env={"OPENAI_API_KEY": DUMMY_KEY},
+        )  # fmt: skip
+    sent = sorted(r.get("model", "") for r in llm.requests)
+    assert len(sent) == 2 and sent[0].endswith("m1") and sent[1].endswith("m2"), sent
+    run_dir = runs / "models"
+    rows = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["agent"] for r in rows) == ["mini-swe-agent+m1", "mini-swe-agent+m2"], out
+    run_cli("report", run_dir, "--out", tmp_path / "report")
+    page = (tmp_path / "report" / "report.md").read_text()
+    assert "mini-swe-agent / m1" in page and "mini-swe-agent / m2" in page, page[:3000]
