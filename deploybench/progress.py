@@ -12,9 +12,7 @@ console = Console(stderr=True)
 
 
 @contextlib.contextmanager
-def status_line(
-    title: str, problems: list[str] | None = None
-) -> Iterator[Callable[[str], None]]:
+def status_line(title: str, problems: list[str] | None = None) -> Iterator[Callable[[str], None]]:
     """Yield update(detail): the line shows the title, the elapsed time and the last detail.
     Its last word is "done" only when the work raised nothing and left no `problems`."""
     started = time.monotonic()

@@ -89,9 +89,13 @@ def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:
         raise DeployBenchError("no completed attempts in the runs given")
     att = pd.DataFrame(runs.results)
     att["label"] = [label_of(a, m) for a, m in zip(att["agent"], att["model"], strict=True)]
+    # The matrix's columns, and what an attempt's page (attempt_pages.py) says of it.
+    shown = ["stop_type", "steps", "tokens_in", "tokens_out", "agent_seconds"]
     every = att[
         ["task_id", "label", "attempt", "status", "passed", "failure_layer", "failure_category"]
+        + [c for c in shown if c in att]
     ].copy()
+    every["folder"] = [str(d) for d in runs.attempt_dirs]
     att = att[att["status"] == "completed"].copy()
     att["passed"] = att["passed"].fillna(False).astype(bool)
     att["outcome"] = np.where(att["passed"], "success", "failed")

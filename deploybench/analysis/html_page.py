@@ -27,8 +27,12 @@ _SHORT = {
 }
 
 
-def _chip(row) -> tuple[str, str, str]:
-    """(text, css class, tooltip) of one attempt in the matrix."""
+def _chip(row) -> tuple[str, str, str, str | None]:
+    """(text, css class, tooltip, link to its page) of one attempt in the matrix."""
+    return (*_looks(row), getattr(row, "href", None) or None)
+
+
+def _looks(row) -> tuple[str, str, str]:
     n = f"attempt {int(row.attempt)}"
     if row.status == "infra_error":
         return "infra", "infra", f"{n}: infrastructure error (left out of the tables)"
@@ -51,7 +55,7 @@ def outcome_matrix(every: pd.DataFrame | None, labels: list[str]) -> dict | None
     if every is None or every.empty:
         return None
     every = every.sort_values(["task_id", "attempt"])
-    cells: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+    cells: dict[tuple[str, str], list[tuple[str, str, str, str | None]]] = {}
     for row in every.itertuples(index=False):
         cells.setdefault((row.task_id, row.label), []).append(_chip(row))
     columns = [*labels, *sorted(set(every["label"]) - set(labels))]

@@ -7,7 +7,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from deploybench.analysis import frames, html_page, plots, render, tables, token_prices
+from deploybench.analysis import (
+    attempt_pages,
+    frames,
+    html_page,
+    plots,
+    render,
+    tables,
+    token_prices,
+)
 from deploybench.analysis.load import load_runs
 from deploybench.catalog import load_tasks
 from deploybench.paths import TASKS_DIR
@@ -77,6 +85,10 @@ def _write_report(run_dirs, out, catalog_dir, with_html, prices, allow_mixed) ->
     md.write_text(render.markdown_report(all_tables, f.notes, names))
     page = out / "report.html"
     if with_html:
+        if f.every is not None:
+            f.every["href"] = attempt_pages.write(
+                out, f.every.astype(object).where(f.every.notna(), None).to_dict("records")
+            )
         by_key = {t.key: t for t in all_tables}
         page.write_text(
             html_page.render_page(
