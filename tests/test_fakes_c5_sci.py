@@ -1,0 +1,88 @@
+"""Fakes an attacker who has read verifiers/ would leave for gromacs_softwarex15,
+safehome_eurosys21 and silo_sosp13 (tests/fakes.py builds them for real on this host), played
+against the real machine side. Each must fail on a check whose `defeats` names that fake (the
+shape of tests/test_verifier_fakes.py). The bank variants here are the tests' own: their
+expected values are made up (differing from what the fakes print) and are no real run's."""
+
+import pytest
+
+from deploybench.catalog import checks as checks_mod
+from tests.fakes import script, stub_elf
+from tests.test_verifier_fakes import defeats_of
+from tests.verifier_states import run_experiment
+
+# --- silo_sosp13 -------------------------------------------------------------------------------
+
+SILO_VARIANT = {
+    "id": "vtest-silo1",
+    "inputs": {"scale_factor": 1},
+    "expected": {"loaded_order_lines": 299871},
+    "spread": {},
+}
+
+
+def _silo_body(order_lines):
+    """A dbtest stand-in: reads --scale-factor and --runtime like dbtest and prints the stderr
+    and stdout the checks parse, with ORDER_LINES (a shell expression) as the loaded order
+    lines."""
+    return f"""
+sf=1; rt=10
+while [ $# -gt 0 ]; do case "$1" in --scale-factor) sf=$2;; --runtime) rt=$2;; esac; shift; done
+ol={order_lines}
+{{
+for t in customer_0 customer_name_idx_0 history_0 oorder_0 oorder_c_id_idx_0; do
+  echo "table $t size $((sf * 30000))"; done
+echo "table district_0 size $((sf * 10))"
+echo "table item_0 size 100000"
+echo "table new_order_0 size $((sf * 9000))"
+echo "table order_line_0 size $ol"
+echo "table stock_0 size $((sf * 100000))"
+echo "table stock_data_0 size $((sf * 100000))"
+echo "table warehouse_0 size $sf"
+echo "--- benchmark statistics ---"
+echo "runtime: $rt.01528 sec"
+echo "agg_throughput: 8352.5 ops/sec"
+echo "txn breakdown: [[Delivery, 2806], [NewOrder, 30195], [OrderStatus, 2790], [Payment, 28635], [StockLevel, 2708]]"
+}} >&2
+echo "8352.5 4176.2 0.23 0 0"
+"""
+
+
+def _silo(tmp_path, order_lines):
+    workdir = tmp_path / "wd"
+    stub_elf(workdir / "out-perf/benchmarks/dbtest", _silo_body(order_lines))
+    return workdir
+
+
+def silo_stub_binary(tmp_path):
+    # A tiny ELF where make leaves dbtest, printing a plausible run for the drawn scale factor.
+    return _silo(tmp_path, "$((sf * 300000))")
+
+
+def silo_echo(tmp_path):
+    # Every size from the --scale-factor it is given (TPC-C's nominal 10 lines per order).
+    return _silo(tmp_path, "$((sf * 299794))")
+
+
+def silo_constant(tmp_path):
+    # The loaded order lines of the recorded sf-2 run, published in the fixtures.
+    return _silo(tmp_path, "599589")
+
+
+CASES = {
+    ("silo_sosp13", "stub_binary"): (silo_stub_binary, SILO_VARIANT),
+    ("silo_sosp13", "echo"): (silo_echo, SILO_VARIANT),
+    ("silo_sosp13", "constant"): (silo_constant, SILO_VARIANT),
+}
+
+
+@pytest.mark.parametrize(("task_id", "fake"), sorted(CASES))
+def test_a_fake_fails_on_a_check_that_says_it_defeats_it(task_id, fake, tmp_path):
+    build, variant = CASES[(task_id, fake)]
+    assert fake in checks_mod.FAKES
+    workdir = build(tmp_path)
+    verdict = run_experiment(task_id, workdir, tmp_path / "logs", variant=variant)
+    failed = {c["name"] for c in verdict["layer2"]["checks"] if not c["passed"]}
+    assert verdict["passed"] is False
+    stoppers = {name for name in failed if fake in defeats_of(task_id).get(name, set())}
+    assert stoppers, (fake, failed)
