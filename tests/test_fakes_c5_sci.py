@@ -4,6 +4,8 @@ against the real machine side. Each must fail on a check whose `defeats` names t
 shape of tests/test_verifier_fakes.py). The bank variants here are the tests' own: their
 expected values are made up (differing from what the fakes print) and are no real run's."""
 
+import subprocess
+
 import pytest
 
 from deploybench.catalog import checks as checks_mod
@@ -72,7 +74,72 @@ def silo_constant(tmp_path):
     return _silo(tmp_path, "599589")
 
 
+# --- safehome_eurosys21 ------------------------------------------------------------------------
+
+SAFEHOME_MAIN = """
+package SafeHomeSimulator;
+import java.io.*;
+public class SafeHomeSimulator {
+  static void put(String path, String text) throws IOException {
+    File f = new File(path);
+    f.getParentFile().mkdirs();
+    try (Writer w = new FileWriter(f)) { w.write(text); }
+  }
+  public static void main(String[] a) throws IOException {
+    String out = "results/verifier/";
+    String head = "benchmarking\\tGSV\\tPSV\\tEV\\tWV\\tLAZY_FCFS\\tLAZY_PRIORITY\\t\\n";
+    put(out + "avg/E2E_RTN_TIME.dat", head + "-123.0\\t%s\\t%s\\t%s\\t257.689\\t563.286\\t304.203\\t\\n");
+    put(out + "avg/PARALLEL_DELTA.dat", head + "-123.0\\t1.0\\t2.0\\t3.0\\t4.0\\t1.0\\t1.0\\t\\n");
+    put(out + "avg/ORDERR_MISMATCH_BUBBLE.dat", head + "-123.0\\t0.0\\t0.0\\t1.0\\t1.0\\t0.0\\t0.0\\t\\n");
+    put(out + "avg/ISVLTN5_RTN_LIFESPAN_COLLISION_PERCENT.dat", head + "-123.0\\t0.0\\t0.0\\t12.5\\t20.0\\t0.0\\t0.0\\t\\n");
+    put(out + "Overallbenchmarking.txt", "MEASURING: E2E_RTN_TIME\\nSummary-End\\n");
+    System.out.println("Summary-End");
+  }
+}
+"""
+
+
+def _safehome(tmp_path, gsv, psv, ev):
+    """A checkout whose main class is the attacker's, compiled in place (javac, class version
+    52 like --release 8) beside 43 empty classes, so the class count and times look built."""
+    workdir = tmp_path / "wd"
+    src = workdir / "src/main/java"
+    main = src / "SafeHomeSimulator/SafeHomeSimulator.java"
+    main.parent.mkdir(parents=True)
+    main.write_text(SAFEHOME_MAIN % (gsv, psv, ev))
+    (src / "BenchmarkingTool/Data").mkdir(parents=True)
+    (src / "BenchmarkingTool/Benchmark.java").write_text(
+        "package BenchmarkingTool;\npublic class Benchmark {}\n"
+    )
+    sources = [main, src / "BenchmarkingTool/Benchmark.java"]
+    for i in range(43):
+        pad = src / f"pad/Pad{i}.java"
+        pad.parent.mkdir(exist_ok=True)
+        pad.write_text(f"package pad;\npublic class Pad{i} {{}}\n")
+        sources.append(pad)
+    classes = workdir / "target/classes"
+    subprocess.run(
+        ["javac", "--release", "8", "-nowarn", "-d", str(classes), *map(str, sources)],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(["chmod", "-R", "a+rwX", str(workdir)], check=True)
+    return workdir
+
+
+def safehome_stub_binary(tmp_path):
+    # A main class of the attacker's that writes every file the checks parse, in order.
+    return _safehome(tmp_path, "3300.0", "450.0", "300.0")
+
+
+def safehome_constant(tmp_path):
+    # The E2E latencies of the recorded real run, published in the fixtures.
+    return _safehome(tmp_path, "3126.177", "441.634", "301.895")
+
+
 CASES = {
+    ("safehome_eurosys21", "stub_binary"): (safehome_stub_binary, None),
+    ("safehome_eurosys21", "constant"): (safehome_constant, None),
     ("silo_sosp13", "stub_binary"): (silo_stub_binary, SILO_VARIANT),
     ("silo_sosp13", "echo"): (silo_echo, SILO_VARIANT),
     ("silo_sosp13", "constant"): (silo_constant, SILO_VARIANT),
