@@ -4,7 +4,9 @@ against the real machine side. Each must fail on a check whose `defeats` names t
 shape of tests/test_verifier_fakes.py). The bank variants here are the tests' own: their
 expected values are made up (differing from what the fakes print) and are no real run's."""
 
+import os
 import subprocess
+import time
 
 import pytest
 
@@ -47,7 +49,8 @@ echo "table warehouse_0 size $sf (+0 records)"
 echo "--- benchmark statistics ---"
 echo "runtime: $rt.01528 sec"
 echo "agg_throughput: 8352.5 ops/sec"
-echo "txn breakdown: [[Delivery, 2806], [NewOrder, 30195], [OrderStatus, 2790], [Payment, 28635], [StockLevel, 2708]]"
+echo "txn breakdown: [[Delivery, 2806], [NewOrder, 30195], [OrderStatus, 2790],"\
+" [Payment, 28635], [StockLevel, 2708]]"
 }} >&2
 echo "8352.5 4176.2 0.23 0 0"
 """
@@ -69,6 +72,13 @@ def silo_echo(tmp_path):
     return _silo(tmp_path, "$((sf * 299794))")
 
 
+def silo_plain_shell(tmp_path):
+    # dbtest is the shell script itself.
+    workdir = tmp_path / "wd"
+    script(workdir / "out-perf/benchmarks/dbtest", _silo_body("599589"))
+    return workdir
+
+
 def silo_constant(tmp_path):
     # The loaded order lines of the recorded sf-2 run, published in the fixtures.
     return _silo(tmp_path, "599589")
@@ -88,10 +98,13 @@ public class SafeHomeSimulator {
   public static void main(String[] a) throws IOException {
     String out = "results/verifier/";
     String head = "benchmarking\\tGSV\\tPSV\\tEV\\tWV\\tLAZY_FCFS\\tLAZY_PRIORITY\\t\\n";
-    put(out + "avg/E2E_RTN_TIME.dat", head + "-123.0\\t%s\\t%s\\t%s\\t257.689\\t563.286\\t304.203\\t\\n");
+    put(out + "avg/E2E_RTN_TIME.dat",
+        head + "-123.0\\t%s\\t%s\\t%s\\t257.689\\t563.286\\t304.203\\t\\n");
     put(out + "avg/PARALLEL_DELTA.dat", head + "-123.0\\t1.0\\t2.0\\t3.0\\t4.0\\t1.0\\t1.0\\t\\n");
-    put(out + "avg/ORDERR_MISMATCH_BUBBLE.dat", head + "-123.0\\t0.0\\t0.0\\t1.0\\t1.0\\t0.0\\t0.0\\t\\n");
-    put(out + "avg/ISVLTN5_RTN_LIFESPAN_COLLISION_PERCENT.dat", head + "-123.0\\t0.0\\t0.0\\t12.5\\t20.0\\t0.0\\t0.0\\t\\n");
+    put(out + "avg/ORDERR_MISMATCH_BUBBLE.dat",
+        head + "-123.0\\t0.0\\t0.0\\t1.0\\t1.0\\t0.0\\t0.0\\t\\n");
+    put(out + "avg/ISVLTN5_RTN_LIFESPAN_COLLISION_PERCENT.dat",
+        head + "-123.0\\t0.0\\t0.0\\t12.5\\t20.0\\t0.0\\t0.0\\t\\n");
     put(out + "Overallbenchmarking.txt", "MEASURING: E2E_RTN_TIME\\nSummary-End\\n");
     System.out.println("Summary-End");
   }
@@ -117,6 +130,8 @@ def _safehome(tmp_path, gsv, psv, ev):
         pad.parent.mkdir(exist_ok=True)
         pad.write_text(f"package pad;\npublic class Pad{i} {{}}\n")
         sources.append(pad)
+    for source in sources:  # checked out a day before the build, as a clone would be
+        os.utime(source, (time.time() - 86400, time.time() - 86400))
     classes = workdir / "target/classes"
     subprocess.run(
         ["javac", "--release", "8", "-nowarn", "-d", str(classes), *map(str, sources)],
@@ -137,12 +152,76 @@ def safehome_constant(tmp_path):
     return _safehome(tmp_path, "3126.177", "441.634", "301.895")
 
 
+# --- gromacs_softwarex15 -----------------------------------------------------------------------
+
+GROMACS_VARIANT = {
+    "id": "vtest-gmx1",
+    "inputs": {"edge": 2.3},
+    "expected": {"waters": 397},
+    "spread": {},
+}
+
+
+def _gmx_body(waters):
+    """A gmx stand-in: the version block, and for each subcommand the files and lines the
+    experiment reads, WATERS (a shell expression of the box edge $e) as solvate's count."""
+    return f"""
+cmd=$1; e=2.5
+while [ $# -gt 0 ]; do case "$1" in -box) e=$2;; -deffnm) n=$2;; esac; shift; done
+case "$cmd" in
+--version) echo 'GROMACS version:     2027.0-dev-20260820-b1a82ec-unknown'
+  echo 'GPU support:         disabled';;
+solvate) w={waters}; echo "$w" > .waters; : > water.gro
+  echo "Number of solvent molecules:    $w   ";;
+grompp) : > "$(ls *.mdp | head -n1 | sed 's/mdp$/tpr/')";;
+mdrun) w=$(cat .waters); printf 'x\\n%d\\n' $((w * 3)) > "$n.gro"; : > "$n.edr"
+  {{ echo 'Performance:      290.232        0.083'
+     echo 'Finished mdrun on rank 0 Thu'; }} > "$n.log";;
+energy) w=$(cat .waters); cat >/dev/null
+  echo "Potential                  $(awk -v w=$w 'BEGIN {{ print -41 * w }}')   12  80  -23";;
+esac
+"""
+
+
+def _gromacs(tmp_path, waters):
+    workdir = tmp_path / "wd"
+    stub_elf(workdir / "install/bin/gmx", _gmx_body(waters))
+    return workdir
+
+
+def gromacs_stub_binary(tmp_path):
+    # A tiny ELF at install/bin/gmx: liquid water's density (33.4 per nm^3) times the box.
+    return _gromacs(tmp_path, "$(awk -v e=$e 'BEGIN { printf \"%d\", 33.4 * e * e * e }')")
+
+
+def gromacs_echo(tmp_path):
+    # The drawn edge is all it sees: the count grows with its cube, as the checks' comment says.
+    return _gromacs(tmp_path, "$(awk -v e=$e 'BEGIN { printf \"%d\", 32.4 * e * e * e }')")
+
+
+def gromacs_plain_shell(tmp_path):
+    # No ELF at all: gmx is the shell script itself.
+    workdir = tmp_path / "wd"
+    script(workdir / "install/bin/gmx", _gmx_body("586"))
+    return workdir
+
+
+def gromacs_constant(tmp_path):
+    # The recorded run's count (586 waters at 2.62 nm), published in the fixtures.
+    return _gromacs(tmp_path, "586")
+
+
 CASES = {
+    ("gromacs_softwarex15", "stub_binary"): (gromacs_stub_binary, GROMACS_VARIANT),
+    ("gromacs_softwarex15", "echo"): (gromacs_echo, GROMACS_VARIANT),
+    ("gromacs_softwarex15", "constant"): (gromacs_constant, GROMACS_VARIANT),
+    ("gromacs_softwarex15", "plain_shell"): (gromacs_plain_shell, GROMACS_VARIANT),
     ("safehome_eurosys21", "stub_binary"): (safehome_stub_binary, None),
     ("safehome_eurosys21", "constant"): (safehome_constant, None),
     ("silo_sosp13", "stub_binary"): (silo_stub_binary, SILO_VARIANT),
     ("silo_sosp13", "echo"): (silo_echo, SILO_VARIANT),
     ("silo_sosp13", "constant"): (silo_constant, SILO_VARIANT),
+    ("silo_sosp13", "plain_shell"): (silo_plain_shell, SILO_VARIANT),
 }
 
 
