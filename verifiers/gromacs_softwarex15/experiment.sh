@@ -30,10 +30,22 @@ fi
   LIB=""
   [ -n "$BIN" ] && LIB=$(find "$(dirname "$BIN")/.." -maxdepth 2 -name 'libgromacs*.so*' -type f \
     2>/dev/null | sort | head -n1)
-  [ -n "$LIB" ] && echo "library: yes" || echo "library: no"
-  for lit in "Number of solvent molecules:  %5d" "These coordinates can also be used"; do
-    if grep -q -F -e "$lit" ${LIB:+"$LIB"} "${BIN:-/nonexistent}" 2>/dev/null; then
-      echo "string '$lit': yes"
+  # Counted only when the library is an ELF that gmx names (its DT_NEEDED string).
+  if [ -n "$LIB" ] && [ "$(head -c4 "$LIB" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ] &&
+    grep -q -F -e libgromacs "$BIN" 2>/dev/null; then
+    echo "library: yes"
+  else
+    LIB=""
+    echo "library: no"
+  fi
+  # Literals of solvate.cpp and the version the build's CMake compiles in (Debian's
+  # libgromacs, copied beside a wrapper, says 2022.5).
+  for lit in "Number of solvent molecules:  %5d" "These coordinates can also be used" \
+    "2027.0-dev"; do
+    if [ -n "$LIB" ] && grep -q -F -e "$lit" "$LIB" 2>/dev/null; then
+      echo "string '$lit': lib"
+    elif [ -n "$BIN" ] && grep -q -F -e "$lit" "$BIN" 2>/dev/null; then
+      echo "string '$lit': gmx"
     else
       echo "string '$lit': no"
     fi
