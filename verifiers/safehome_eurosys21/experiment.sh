@@ -10,7 +10,12 @@
 # distribution's /usr/share/java, or classes unpacked in the checkout. java runs with
 # -verbose:class, so the collected log shows where SafeHomeSimulator's main class was loaded
 # from. Collects that, facts on the compiled classes, the summary and the per-metric averages;
-# checks.yaml judges them on the controller. RUNBOOK.MD is never read.
+# checks.yaml judges them on the controller. RUNBOOK.MD is never read. The java that runs is
+# vouched (a wrapper on PATH printing results shows as a script or an unpackaged ELF), the
+# sources and the scenario data it reads are pinned, and the compiled classes are searched for
+# string constants of their sources (a stand-in main class of an attacker's lacks them). No
+# variant is drawn: the simulator also draws from unseeded generators (seven runs of one
+# configuration spread GSV's latency by 10%), so no bank value could be compared tightly.
 SHIPPED_JAR="$WORKDIR/results/JARs/SafeHomeFramework/SafeHomeFramework.jar"
 MAIN_CLASS=SafeHomeSimulator/SafeHomeSimulator.class
 SOURCE="$WORKDIR/src/main/java/SafeHomeSimulator/SafeHomeSimulator.java"
@@ -63,8 +68,22 @@ done
     echo "main class identical to the shipped jar's: no"
   fi
   echo "classpath: $CP"
+  # String constants javac keeps in the constant pools (SafeHomeSimulator.java's, Benchmark.java's).
+  for probe in "$MAIN|Error: unknown selection.... Terminating..." \
+    "$MAIN|MINIMUM_CONCURRENCY_LEVEL_FOR_BENCHMARKING = " \
+    "${CLASSES:-/nonexistent}/BenchmarkingTool/Benchmark.class|scn-chaos-morning2.json"; do
+    f=${probe%%|*}
+    lit=${probe#*|}
+    [ -f "$f" ] && grep -q -F -e "$lit" "$f" && echo "constant '$lit': yes" || echo "constant '$lit': no"
+  done
 } >"$LOG_DIR/build.txt" 2>&1
 cat "$LOG_DIR/build.txt" >"$LOG_DIR/01_build.log"
+pinned src/main/java/SafeHomeSimulator/SafeHomeSimulator.java \
+  src/main/java/BenchmarkingTool/Benchmark.java \
+  src/main/java/BenchmarkingTool/Data/scn-chaos-morning2.json
+# The java the run uses, as PATH finds it for the owner, vouched and then run by that path.
+JAVA=$(PATH=$SYSTEM_PATH which java 2>/dev/null || echo java)
+vouch java "$JAVA"
 
 # The run folder: the verifier's configuration, and the routine data the simulator reads
 # relative to its working folder (src/main/java/BenchmarkingTool/Data) from the checkout.
@@ -120,7 +139,7 @@ chown -R "$OWNER" "$RUN"
   if [ -z "$CLASSES" ]; then
     echo "no compiled SafeHomeSimulator/SafeHomeSimulator.class in $WORKDIR"
   fi
-  cd "$RUN" && rc_of simulator as_owner timeout 900 java -verbose:class -cp "${CP:-$WORKDIR/target/classes}" \
+  cd "$RUN" && rc_of simulator as_owner timeout 900 "$JAVA" -verbose:class -cp "${CP:-$WORKDIR/target/classes}" \
     SafeHomeSimulator.SafeHomeSimulator >"$SCRATCH/simulator.out" 2>&1
   echo "exit code: $(cat "$LOG_DIR/simulator.rc")"
   # The program's own output without the class-loading trace, its end only.
