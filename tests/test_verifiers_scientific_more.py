@@ -50,6 +50,7 @@ SHALLOW_FAILS_ON = {
     "seurat_cell21": ["built_from_the_checkout"],
     "gromacs_softwarex15": [
         "binary_built",
+        "binary_holds_source_strings",
         "final_frame_has_every_atom",
         "potential_per_water",
         "waters_for_the_hidden_box",
@@ -151,7 +152,9 @@ def test_gromacs_stub_binary_fails_on_this_host(tmp_path):
     gmx.chmod(0o755)
     verdict = run_experiment("gromacs_softwarex15", tmp_path / "wd", tmp_path / "logs")
     assert verdict["passed"] is False
-    assert failed(verdict["layer2"]["checks"]) == SHALLOW_FAILS_ON["gromacs_softwarex15"]
+    # Its workdir holds no checkout, so the pinned sources are missing too.
+    expected = sorted(SHALLOW_FAILS_ON["gromacs_softwarex15"] + ["pinned_sources"])
+    assert failed(verdict["layer2"]["checks"]) == expected
 
 
 def test_gromacs_judges_the_energy(tmp_path):
@@ -177,8 +180,13 @@ def test_gromacs_experiment_with_a_real_gmx_judges_the_physics(tmp_path):
     binary.parent.mkdir(parents=True)
     shutil.copy(gmx, binary)
     verdict = run_experiment("gromacs_softwarex15", tmp_path / "wd", tmp_path / "logs")
-    # potential_per_water among the passing checks: the energy is in checks.yaml's band.
-    assert failed(verdict["layer2"]["checks"]) == ["built_version"]
+    # potential_per_water among the passing checks: the energy is in checks.yaml's band. Not
+    # the checkout's build: no libgromacs of 2027.0-dev beside it, no pinned sources.
+    assert failed(verdict["layer2"]["checks"]) == [
+        "binary_holds_source_strings",
+        "built_version",
+        "pinned_sources",
+    ]
 
 
 def test_openfoam_judges_the_run(tmp_path):
