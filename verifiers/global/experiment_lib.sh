@@ -81,6 +81,13 @@ pinned() {
   done >>"$LOG_DIR/pinned.txt"
 }
 
+# has_text FILE TEXT: whether FILE (a binary: an ELF, a class file) holds TEXT. busybox grep
+# reads a line as a C string, so text after a NUL byte of the same line is never seen: the
+# file's NULs become line ends first.
+has_text() {
+  [ -f "$1" ] && tr '\000' '\n' <"$1" 2>/dev/null | grep -q -F -e "$2"
+}
+
 # vouch NAME PATH: what the interpreter or runtime at PATH (as the experiment will run it) is,
 # one line in $LOG_DIR/runtime.txt:
 #   NAME PATH -> REAL dpkg PACKAGE      a Debian package lists REAL, and its checksum matches

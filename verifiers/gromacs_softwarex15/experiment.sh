@@ -32,7 +32,7 @@ fi
     2>/dev/null | sort | head -n1)
   # Counted only when the library is an ELF that gmx names (its DT_NEEDED string).
   if [ -n "$LIB" ] && [ "$(head -c4 "$LIB" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ] &&
-    grep -q -F -e libgromacs "$BIN" 2>/dev/null; then
+    has_text "$BIN" libgromacs; then
     echo "library: yes"
   else
     LIB=""
@@ -42,9 +42,9 @@ fi
   # libgromacs, copied beside a wrapper, says 2022.5).
   for lit in "Number of solvent molecules:  %5d" "These coordinates can also be used" \
     "2027.0-dev"; do
-    if [ -n "$LIB" ] && grep -q -F -e "$lit" "$LIB" 2>/dev/null; then
+    if [ -n "$LIB" ] && has_text "$LIB" "$lit"; then
       echo "string '$lit': lib"
-    elif [ -n "$BIN" ] && grep -q -F -e "$lit" "$BIN" 2>/dev/null; then
+    elif [ -n "$BIN" ] && has_text "$BIN" "$lit"; then
       echo "string '$lit': gmx"
     else
       echo "string '$lit': no"

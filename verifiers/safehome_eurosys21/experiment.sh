@@ -74,7 +74,7 @@ done
     "${CLASSES:-/nonexistent}/BenchmarkingTool/Benchmark.class|scn-chaos-morning2.json"; do
     f=${probe%%|*}
     lit=${probe#*|}
-    [ -f "$f" ] && grep -q -F -e "$lit" "$f" && echo "constant '$lit': yes" || echo "constant '$lit': no"
+    [ -f "$f" ] && has_text "$f" "$lit" && echo "constant '$lit': yes" || echo "constant '$lit': no"
   done
 } >"$LOG_DIR/build.txt" 2>&1
 cat "$LOG_DIR/build.txt" >"$LOG_DIR/01_build.log"

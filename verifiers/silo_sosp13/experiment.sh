@@ -21,7 +21,7 @@ BIN="$WORKDIR/out-perf/benchmarks/dbtest"
   # String literals the build compiles in from dbtest.cc and tpcc.cc (a launcher has none).
   for lit in "specified without logging enabled" "does not have persistence implemented" \
     "[INFO] finished loading stock" "[WARNING] customer loader loading abort"; do
-    grep -q -F -e "$lit" "$BIN" 2>/dev/null && echo "string '$lit': yes" || echo "string '$lit': no"
+    has_text "$BIN" "$lit" && echo "string '$lit': yes" || echo "string '$lit': no"
   done
 } >"$LOG_DIR/binary.txt" 2>&1
 cat "$LOG_DIR/binary.txt" >"$LOG_DIR/01_binary.log"

@@ -1,0 +1,108 @@
+"""The helpers of verifiers/global/experiment_lib.sh, run for real under the controller's static
+busybox on this host: has_text on a compiled ELF, blob_of against git's own blob ids, vouch on a
+packaged binary, a script and an ELF no package knows."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from deploybench.verify import toolkit
+from tests.conftest import REPO, require
+
+LIB = REPO / "verifiers" / "global" / "experiment_lib.sh"
+
+
+def run_lib(tmp_path: Path, body: str) -> tuple[str, Path]:
+    """Run `body` after the preamble; its stdout (the preamble sends the rest to the log) and
+    the log folder."""
+    workdir, logs, scratch, tools = (tmp_path / n for n in ("wd", "logs", "scratch", "tools"))
+    for d in (workdir, logs, scratch, tools):
+        d.mkdir(exist_ok=True)
+    shutil.copy(toolkit.busybox(), tools / "busybox")
+    (tools / "sh").symlink_to("busybox")
+    script = tmp_path / "script.sh"
+    script.write_text(LIB.read_text() + "\nexec >&3\n" + body)
+    done = subprocess.run(
+        [str(tools / "busybox"), "sh", "-c", f'exec 3>&1; . "{script}"'],
+        env={"WORKDIR": str(workdir), "LOG_DIR": str(logs), "SCRATCH": str(scratch),
+             "TOOLS": str(tools), "PATH": f"{tools}:/usr/bin:/bin", "DEPLOYBENCH_OWNER": "root"},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, (
+        done.stdout,
+        done.stderr,
+        (logs / "verifier_stdout.log").read_text(),
+    )
+    return done.stdout, logs
+
+
+def test_has_text_finds_a_literal_of_a_compiled_elf_where_grep_does_not(tmp_path):
+    require(shutil.which("cc") is not None, "a C compiler (cc)")
+    src = tmp_path / "prog.c"
+    # Literals side by side in .rodata: NULs between them, as in every real binary.
+    src.write_text(
+        '#include <stdio.h>\nconst char *a = "alpha-first";\n'
+        'const char *b = "[INFO] finished loading stock";\n'
+        "int main(void) { puts(a); puts(b); return 0; }\n"
+    )
+    subprocess.run(["cc", "-O0", "-o", tmp_path / "wd_prog", src], check=True)
+    out, _ = run_lib(
+        tmp_path,
+        f"""
+bin={tmp_path}/wd_prog
+has_text "$bin" "[INFO] finished loading stock" && echo found || echo absent
+has_text "$bin" "not in it at all" && echo found || echo absent
+has_text /nonexistent "x" && echo found || echo absent
+grep -q -F -e "[INFO] finished loading stock" "$bin" && echo grep-found || echo grep-absent
+""",
+    )
+    lines = out.split()
+    assert lines[:3] == ["found", "absent", "absent"], out
+    # Why has_text exists: busybox grep stops each line at its first NUL (seen 2026-12-05 on a
+    # real silo build, whose dbtest held every literal the verifier looked for).
+    print("plain busybox grep on the ELF:", lines[3])
+
+
+def test_blob_of_is_gits_blob_id(tmp_path):
+    require(shutil.which("git") is not None, "git")
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    (wd / "a.py").write_bytes(b"print('x')\n\x00binary\xff tail\n")
+    (wd / "empty").write_bytes(b"")
+    (wd / "link").symlink_to("a.py")
+    out, logs = run_lib(tmp_path, "pinned a.py empty link missing.py\n")
+    want = {
+        name: subprocess.run(
+            ["git", "hash-object", str(wd / name)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for name in ("a.py", "empty")
+    }
+    rows = dict(line.split() for line in (logs / "pinned.txt").read_text().splitlines())
+    assert rows == {**want, "link": "missing", "missing.py": "missing"}
+
+
+@pytest.mark.parametrize("kind", ["dpkg", "script", "elf"])
+def test_vouch_says_what_a_runtime_is(kind, tmp_path):
+    if kind == "dpkg":
+        path = "/bin/ls"  # coreutils
+    elif kind == "script":
+        path = str(tmp_path / "python")
+        Path(path).write_text("#!/bin/sh\necho 3.11\n")
+        Path(path).chmod(0o755)
+    else:
+        require(shutil.which("cc") is not None, "a C compiler (cc)")
+        (tmp_path / "m.c").write_text("int main(void) { return 0; }\n")
+        path = str(tmp_path / "launcher")
+        subprocess.run(["cc", "-o", path, tmp_path / "m.c"], check=True)
+    _, logs = run_lib(tmp_path, f"vouch py {path}\n")
+    line = (logs / "runtime.txt").read_text().strip()
+    if kind == "dpkg":
+        assert line.endswith(" dpkg coreutils"), line
+    elif kind == "script":
+        assert f"-> {path} script #!/bin/sh" in line, line
+    else:
+        assert f"-> {path} elf " in line and (logs / "runtime_py.elf").is_file(), line
