@@ -290,3 +290,14 @@ def test_validate_references_makes_a_bank_and_the_reference_passes_against_it(
         runs / "banked" / TINYTRAIN / "reference" / "1")["layer2"]["checks"]}  # fmt: skip
     assert checks["variant_loss"]["passed"] and checks["variant_accuracy"]["passed"]
     shutil.rmtree(banks)
+
+
+def test_a_bank_of_a_small_input_space_covers_all_of_it():
+    # silo's scale factor is one of 3: a bank of 10 asked is every variant there is, plus the
+    # repeats, never an error after a reference has passed (seen on a real run, 2026-12-05).
+    import random as _random
+
+    spec = {"inputs": {"sf": {"choice": [1, 2, 3]}}, "results": [], "repeats": 2}
+    draws = bank.plan(spec, 10, _random.Random(1))
+    assert sorted(d["sf"] for d in draws[:3]) == [1, 2, 3] and len(draws) == 5
+    assert draws[3:] == draws[:2]

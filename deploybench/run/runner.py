@@ -9,6 +9,7 @@ every attempt appears there exactly once, also across --resume."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -215,7 +216,14 @@ class Runner:
                 watch.stage("stop")
                 judged = self._after_agent(attempt, machines, folder, events)
                 if judged and self.o.bank_size and self._passed(attempt, folder):
-                    self._make_bank(attempt, machines, folder)
+                    try:
+                        self._make_bank(attempt, machines, folder)
+                    except DeployBenchError as exc:
+                        # The reference's verdict stands; only the bank is not made.
+                        note = folder / runfolder.VARIANTS_DIR / "bank.txt"
+                        note.parent.mkdir(parents=True, exist_ok=True)
+                        with note.open("a") as out:
+                            out.write(f"no bank made: {exc}\n")
             else:
                 judged = stage_failures.judge(result, events, machines, folder)
             if not provider_failed:
@@ -315,6 +323,9 @@ class Runner:
         hand = runfolder.read_handover(folder) or {}
         draws = bank.plan(spec, self.o.bank_size, random.SystemRandom())
         runs, lines = [], []
+        distinct = len({json.dumps(d, sort_keys=True) for d in draws})
+        if distinct < self.o.bank_size:
+            lines.append(f"{self.o.bank_size} asked; the input space holds {distinct}: all of them")
         for i, inputs in enumerate(draws, 1):
             logs = folder / runfolder.VARIANTS_DIR / f"{i:02d}"
             script = verification.machine_script(attempt.task_id, self.o.cpu_only, inputs)
