@@ -13,6 +13,7 @@ import yaml
 
 from deploybench.catalog import load_tasks
 from deploybench.local.machine import machines_dir
+from deploybench.run import live
 from tests.conftest import (
     REPO,
     host_processes,
@@ -168,7 +169,13 @@ def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(root_host, r
     while time.monotonic() < deadline and len(run_results(run_dir)) < 1:
         time.sleep(0.5)
     assert run_results(run_dir), "no attempt finished in time"
-    time.sleep(2)  # the next attempt is now mid-flight
+    # Signalled while the next attempt is under way (its live.json says so), whatever the
+    # load: a fixed sleep let a loaded host finish the whole run first (seen in a full run).
+    while time.monotonic() < deadline and not any(
+        r["stage"] in ("stage", "install", "agent") for r in live.running(run_dir)
+    ):
+        time.sleep(0.1)
+    assert proc.poll() is None, "the run ended before an attempt could be caught mid-flight"
     os.killpg(proc.pid, signal.SIGINT)
     proc.wait(timeout=120)
     assert proc.returncode != 0

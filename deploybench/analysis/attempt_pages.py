@@ -7,11 +7,13 @@ nothing from elsewhere (they work from file://)."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from deploybench import runfolder
 
@@ -90,18 +92,51 @@ def _checks(verdict: dict[str, Any] | None) -> list[dict[str, Any]]:
     return rows
 
 
+def _esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _timeline(events: list[dict[str, Any]]) -> Markup:
+    """The trajectory's items, each of the agent's strings escaped here: a template's per-event
+    work made a report of 1,000 attempts three times slower."""
+    out = []
+    first = True
+    for e in events:
+        rc, soft = e.get("exit_code"), e.get("soft_timeout")
+        bad = (isinstance(rc, int) and rc != 0) or soft is True
+        anchor = ' id="first-command"' if first and e.get("kind") == "command" else ""
+        first = first and not anchor
+        t = e.get("t")
+        meta = f"#{_esc(e.get('step'))} · t {t:.1f} s" if isinstance(t, int | float) else "#?"
+        meta += f" · {_esc(e.get('kind'))}"
+        if rc is not None:
+            meta += f" · exit {_esc(rc)}"
+        if soft is True:
+            meta += " · soft timeout"
+        if e.get("tokens_in") is not None:
+            meta += f" · {_esc(e.get('tokens_in'))}/{_esc(e.get('tokens_out'))} tokens"
+        parts = [f'<li{anchor} class="{"bad" if bad else ""}"><span class="meta">{meta}</span>']
+        if e.get("command"):
+            parts.append(f"<pre>$ {_esc(e['command'])}</pre>")
+        if e.get("path"):
+            parts.append(f"<div><code>{_esc(e['path'])}</code></div>")
+        if e.get("output"):
+            parts.append(f"<pre>{_esc(e['output'])}</pre>")
+        out.append("".join(parts) + "</li>")
+    return Markup("\n".join(out))
+
+
 def page_of(folder: Path, row: dict[str, Any]) -> dict[str, Any]:
     """What one attempt's page shows, read from its folder."""
     verdict = _json(folder / runfolder.VERDICT)
     events, total = _events(folder)
-    first = next((i for i, e in enumerate(events) if e.get("kind") == "command"), None)
     return {
         "row": row,
         "verdict": verdict if isinstance(verdict, dict) else None,
         "checks": _checks(verdict),
         "events": events,
+        "timeline": _timeline(events),
         "events_total": total,
-        "first_command": first,
         "runbook": _text(folder / runfolder.RUNBOOK),
         "diagnosis": _text(folder / runfolder.DIAGNOSIS),
         "verifier_log": _text(
