@@ -12,6 +12,7 @@ import pytest
 
 from deploybench.catalog import checks as checks_mod
 from deploybench.verify import bank, verification
+from tests import fakes_systems_sci
 from tests.fakes import script, stub_elf
 from tests.test_demo_tasks import stage
 from tests.verifier_states import run_experiment
@@ -182,6 +183,9 @@ CASES = {
     ("tinytrain_demo24", "echo"): (tinytrain_echo, TINYTRAIN_VARIANT),
     ("tinytrain_demo24", "constant"): (tinytrain_constant, TINYTRAIN_VARIANT),
 }
+
+
+CASES |= fakes_systems_sci.CASES
 
 
 def defeats_of(task_id):

@@ -1,19 +1,14 @@
 """Fakes an attacker who has read verifiers/ would leave for gromacs_softwarex15,
-safehome_eurosys21 and silo_sosp13 (tests/fakes.py builds them for real on this host), played
-against the real machine side. Each must fail on a check whose `defeats` names that fake (the
-shape of tests/test_verifier_fakes.py). The bank variants here are the tests' own: their
+safehome_eurosys21 and silo_sosp13, built for real on this host (tests/fakes.py); their CASES are
+played by tests/test_verifier_fakes.py's one test against the real machine side: each must fail
+on a check whose `defeats` names that fake. The bank variants here are the tests' own: their
 expected values are made up (differing from what the fakes print) and are no real run's."""
 
 import os
 import subprocess
 import time
 
-import pytest
-
-from deploybench.catalog import checks as checks_mod
 from tests.fakes import script, stub_elf
-from tests.test_verifier_fakes import defeats_of
-from tests.verifier_states import run_experiment
 
 # --- silo_sosp13 -------------------------------------------------------------------------------
 
@@ -56,9 +51,9 @@ echo "8352.5 4176.2 0.23 0 0"
 """
 
 
-def _silo(tmp_path, order_lines):
+def _silo(tmp_path, order_lines, make=stub_elf):
     workdir = tmp_path / "wd"
-    stub_elf(workdir / "out-perf/benchmarks/dbtest", _silo_body(order_lines))
+    make(workdir / "out-perf/benchmarks/dbtest", _silo_body(order_lines))
     return workdir
 
 
@@ -74,9 +69,7 @@ def silo_echo(tmp_path):
 
 def silo_plain_shell(tmp_path):
     # dbtest is the shell script itself.
-    workdir = tmp_path / "wd"
-    script(workdir / "out-perf/benchmarks/dbtest", _silo_body("599589"))
-    return workdir
+    return _silo(tmp_path, "599589", make=script)
 
 
 def silo_constant(tmp_path):
@@ -183,9 +176,9 @@ esac
 """
 
 
-def _gromacs(tmp_path, waters):
+def _gromacs(tmp_path, waters, make=stub_elf):
     workdir = tmp_path / "wd"
-    stub_elf(workdir / "install/bin/gmx", _gmx_body(waters))
+    make(workdir / "install/bin/gmx", _gmx_body(waters))
     return workdir
 
 
@@ -201,9 +194,7 @@ def gromacs_echo(tmp_path):
 
 def gromacs_plain_shell(tmp_path):
     # No ELF at all: gmx is the shell script itself.
-    workdir = tmp_path / "wd"
-    script(workdir / "install/bin/gmx", _gmx_body("586"))
-    return workdir
+    return _gromacs(tmp_path, "586", make=script)
 
 
 def gromacs_constant(tmp_path):
@@ -211,7 +202,7 @@ def gromacs_constant(tmp_path):
     return _gromacs(tmp_path, "586")
 
 
-CASES = {
+CASES = {  # played by tests/test_verifier_fakes.py's one test
     ("gromacs_softwarex15", "stub_binary"): (gromacs_stub_binary, GROMACS_VARIANT),
     ("gromacs_softwarex15", "echo"): (gromacs_echo, GROMACS_VARIANT),
     ("gromacs_softwarex15", "constant"): (gromacs_constant, GROMACS_VARIANT),
@@ -223,15 +214,3 @@ CASES = {
     ("silo_sosp13", "constant"): (silo_constant, SILO_VARIANT),
     ("silo_sosp13", "plain_shell"): (silo_plain_shell, SILO_VARIANT),
 }
-
-
-@pytest.mark.parametrize(("task_id", "fake"), sorted(CASES))
-def test_a_fake_fails_on_a_check_that_says_it_defeats_it(task_id, fake, tmp_path):
-    build, variant = CASES[(task_id, fake)]
-    assert fake in checks_mod.FAKES
-    workdir = build(tmp_path)
-    verdict = run_experiment(task_id, workdir, tmp_path / "logs", variant=variant)
-    failed = {c["name"] for c in verdict["layer2"]["checks"] if not c["passed"]}
-    assert verdict["passed"] is False
-    stoppers = {name for name in failed if fake in defeats_of(task_id).get(name, set())}
-    assert stoppers, (fake, failed)
