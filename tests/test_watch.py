@@ -163,3 +163,26 @@ def test_status_and_logs_follow_a_real_attempt(root_host, runs, state_home, tmp_
     ]
     assert live.read(attempt).stage == "done"
     assert "no attempt is running" in run_cli("status", "watched").stdout
+
+
+def test_a_live_read_of_the_machine_never_follows_the_agents_links(tmp_path):
+    # The agent owns its control folder: its log made a link to a host file, or the folder a
+    # link to the host's /etc, is read as nothing, never as the host's file.
+    from deploybench.local import layers
+
+    upper, lower = tmp_path / "upper", tmp_path / "lower"
+    control = upper / "home/vm/.deploybench"
+    control.mkdir(parents=True)
+    lower.mkdir()
+    secret = tmp_path / "host_secret"
+    secret.write_text("the controller's own file\n")
+    m = layers.Machine(upper, lower)
+    (control / "agent.log").write_text("line one\nline two\n")
+    assert m.read_from("home/vm/.deploybench/agent.log", 5, 1 << 20) == b"one\nline two\n"
+    (control / "agent.log").unlink()
+    (control / "agent.log").symlink_to(secret)
+    assert m.read_from("home/vm/.deploybench/agent.log", 0, 1 << 20) is None
+    (control / "agent.log").unlink()
+    control.rmdir()
+    control.symlink_to(tmp_path)
+    assert m.read_from("home/vm/.deploybench/host_secret", 0, 1 << 20) is None
