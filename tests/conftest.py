@@ -1,6 +1,7 @@
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +82,10 @@ def start_run(*args, quiet: bool = False) -> subprocess.Popen:
         [*DEPLOYBENCH, *args],
         cwd=REPO,
         start_new_session=True,
+        # As from a terminal: Ctrl-C's signal handled. A child inherits an ignored SIGINT (a
+        # test worker or a background job may ignore it), and Python then keeps ignoring it:
+        # a run signalled by a test went on to its end and exited 0 (two full runs, 2026-12-05).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         stdout=out,
         stderr=subprocess.DEVNULL if quiet else subprocess.STDOUT,
         text=True,

@@ -482,7 +482,9 @@ class Runner:
         )
         # Twice a second is enough for a bar of attempts that last minutes; rich's default of ten
         # redraws cost the controller CPU beside every attempt.
-        with Progress(*columns, transient=False, refresh_per_second=2) as progress:
+        with _RunProgress(
+            self.o.run_dir, *columns, transient=False, refresh_per_second=2
+        ) as progress:
             bar = progress.add_task(
                 f"run {self.run_id}", total=total, completed=total - len(todo), passed=passed
             )
@@ -522,6 +524,21 @@ class Runner:
                 deployments.destroy_folder(get_backend(backend_name), folder)
             except DeployBenchError:
                 continue
+
+
+class _RunProgress(Progress):
+    """The run's bar with, under it, a table of the attempts under way (run/live.py), redrawn
+    in place; finished attempts scroll above as one line each."""
+
+    def __init__(self, run_dir: Path, *columns: Any, **kwargs: Any):
+        self.run_dir = run_dir  # before rich's init, which may draw already
+        super().__init__(*columns, **kwargs)
+
+    def get_renderables(self):
+        yield self.make_tasks_table(self.tasks)
+        rows = live.running(self.run_dir)
+        if rows:
+            yield live.table(rows)
 
 
 def finished_line(row: dict[str, Any]) -> str:
