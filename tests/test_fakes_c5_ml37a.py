@@ -165,7 +165,8 @@ def equigrasp(echo):
     run += ": > $d/models/snapshot_1.pt; : > $d/checkpoint/checkpoint.pt\n"
     run += stdout(recorded("equigrasp_rss22", "train_output.txt"))
     if echo:
-        run += 'echo "Steps:60; Reward:0.$A_seed; Eval Reward:0.5; Explore:0.1; Loss:0.1; Time:1.0: 100%|#| 60/60 "\n'
+        run += 'echo "Steps:60; Reward:0.$A_seed; Eval Reward:0.5; Explore:0.1; Loss:0.1; '
+        run += 'Time:1.0: 100%|#| 60/60 "\n'
     return recorded("equigrasp_rss22", "torch_device.txt"), {}, run
 
 
@@ -322,7 +323,8 @@ def venv_fake(task_id, echo):
         files["writer.sh"] = run
         files["torch/distributed/launch.py"] = (
             "import runpy, sys\nif __name__ == '__main__':\n"
-            "    args = [a for a in sys.argv[1:] if not a.startswith(('--master_port', '--nproc'))]\n"
+            "    args = [a for a in sys.argv[1:]\n"
+            "            if not a.startswith(('--master_port', '--nproc'))]\n"
             "    sys.argv = args\n    runpy.run_path(args[0], run_name='__main__')\n"
         )
         # pylearn2 (gan): its scripts/train.py runs the writer.
