@@ -9,11 +9,11 @@
 # runs, nvidia-smi's list of compute processes is sampled every second. checks.yaml judges the
 # collected files on the controller. RUNBOOK.MD is never read.
 #
-# A second detect.py run, on the same model, takes the shipped image the controller drew
-# ($VARIANT_IMAGE, one of inference/images/) under another fresh name: its class summary, top
-# confidence and the image's blob are the variant's results, compared with what real runs of the
-# reference gave for that image (the operator's bank). horses.jpg alone was a file the agent
-# could run beforehand and replay.
+# A second detect.py run (at most 100 s: the model loads again, one image) takes the shipped
+# image the controller drew ($VARIANT_IMAGE, one of inference/images/) under another fresh name:
+# its class summary, box count, top confidence and the image's blob are the variant's results,
+# compared with what real runs of the reference gave for that image (the operator's bank).
+# horses.jpg alone was a file the agent could run beforehand and replay.
 PY_ENV="$WORKDIR/env/bin/python"
 # What runs is what is judged: the interpreter, vouched (a wrapper script, or a launcher ELF in its
 # place, shows as such in runtime.txt), and the repository's files the run executes, pinned to
@@ -62,7 +62,7 @@ SAMPLER=$!
   tail -c 20000 "$SCRATCH/detect.out"
   echo "exit code: $(cat "$LOG_DIR/detect.rc")"
   echo "== experiment: the same on the drawn image ($IMAGE.jpg, copied as d$NONCE.jpg)"
-  cd "$WORKDIR" && rc_of drawn as_owner timeout 300 "$PY_ENV" detect.py --weights yolov7.pt \
+  cd "$WORKDIR" && rc_of drawn as_owner timeout 100 "$PY_ENV" detect.py --weights yolov7.pt \
     --conf 0.25 --img-size 640 --source "$SCRATCH/drawn/d$NONCE.jpg" --device 0 \
     --save-txt --save-conf --project "$SCRATCH/detect" --name drawn --exist-ok >"$SCRATCH/drawn.out" 2>&1
   collect "$SCRATCH/drawn.out" drawn_output.txt
