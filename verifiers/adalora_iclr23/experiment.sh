@@ -9,6 +9,11 @@
 # the agent's cache). While it trains, nvidia-smi's compute processes are sampled every 2 s.
 # checks.yaml judges the collected files on the controller. RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
+# What runs is what is judged: the interpreter, vouched (a wrapper script, or a launcher ELF in its
+# place, shows as such in runtime.txt), and the repository's files the run executes, pinned to
+# their blobs (an entry script rewritten to print the expected lines shows in pinned.txt).
+vouch python "$PY_ENV"
+pinned NLU/examples/text-classification/run_glue.py loralib/loralib/adalora.py loralib/loralib/layers.py NLU/src/transformers/trainer.py
 OUT="$SCRATCH/cola"
 SEED=$(($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 1000 + 1))
 
@@ -19,6 +24,12 @@ SEED=$(($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 1000 + 1))
   echo "exit code: $(cat "$LOG_DIR/environment.rc")"
 } >"$LOG_DIR/01_environment.log" 2>&1
 collect "$SCRATCH/env.out" torch_device.txt
+# Where the run's modules come from, as the vouched interpreter resolves them in NLU/ (where the
+# launch runs): loralib and transformers' Trainer from the checkout (the editable installs of
+# loralib/ and NLU/, whose files are pinned above), the launcher from torch in env/. A package
+# put in their place (a torch/ in NLU/, a second loralib) shows here. WORKDIR/ stands for the path.
+cd "$WORKDIR/NLU" && as_owner "$PY_ENV" -c 'import torch.distributed.launch as l, loralib, transformers.trainer as t; print("launch", l.__file__); print("loralib", loralib.__file__); print("trainer", t.__file__)' 2>/dev/null |
+  sed "s#^\([a-z]*\) $WORKDIR/#\1 WORKDIR/#" >"$LOG_DIR/module_paths.txt"
 # Only nvidia-smi's standard output is kept: a missing nvidia-smi leaves these files empty.
 PATH=$SYSTEM_PATH timeout 30 nvidia-smi -L >"$LOG_DIR/gpus.txt" 2>/dev/null
 

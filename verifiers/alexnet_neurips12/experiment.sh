@@ -11,6 +11,11 @@
 # nvidia-smi's compute processes are sampled every second meanwhile. checks.yaml judges the
 # collected files on the controller. RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
+# What runs is what is judged: the interpreter, vouched (a wrapper script, or a launcher ELF in its
+# place, shows as such in runtime.txt), and the repository's files the run executes, pinned to
+# their blobs (an entry script rewritten to print the expected lines shows in pinned.txt).
+vouch python "$PY_ENV"
+pinned convnet.py python_util/gpumodel.py layer.py
 NVSMI_PATH=$SYSTEM_PATH
 SEED=$(od -An -tu2 -N2 /dev/urandom | tr -d ' ')
 echo "$SEED" >"$LOG_DIR/seed.txt"
@@ -53,6 +58,16 @@ chmod 644 "$SCRATCH/make_batches.py"
   echo "exit code: $(cat "$LOG_DIR/environment.rc")"
 } >"$LOG_DIR/01_environment.log" 2>&1
 collect "$SCRATCH/env.out" environment.txt
+# The compiled module the run loads (cudaconvnet._ConvNet: build.sh links cudaconvnet/_ConvNet.so
+# to the library it builds from cudaconvnet/src): where the vouched python finds it, then whether
+# the file holds pyconvnet.cu's module init and method names. A _ConvNet.py, or an extension
+# built from other sources, shows.
+cd "$WORKDIR" && CONVNET_SO=$(as_owner "$PY_ENV" -c 'import cudaconvnet._ConvNet as m; print(m.__file__)' 2>/dev/null | tail -n 1)
+echo "module ${CONVNET_SO#"$WORKDIR"/}" >"$LOG_DIR/convnet_module.txt"
+for sym in init_ConvNet startMultiviewTest startFeatureWriter checkGradients decodeJpeg; do
+  has_text "$CONVNET_SO" "$sym" && printf '%s ' "$sym"
+done >>"$LOG_DIR/convnet_module.txt"
+echo >>"$LOG_DIR/convnet_module.txt"
 PATH=$NVSMI_PATH timeout 30 nvidia-smi -L >"$LOG_DIR/gpus.txt" 2>/dev/null
 
 {

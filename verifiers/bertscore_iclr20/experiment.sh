@@ -9,6 +9,10 @@
 # checks.yaml compares the scores with the test's figures on the controller.
 # RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
+# What runs is what is judged: the interpreter, vouched (a wrapper script, or a launcher ELF in its
+# place, shows as such in runtime.txt), and the repository's files the run executes, pinned to
+# their blobs (an entry script rewritten to print the expected lines shows in pinned.txt).
+vouch python "$PY_ENV"
 BERT_SCORE="$WORKDIR/env/bin/bert-score"
 
 cat >"$SCRATCH/cands.txt" <<'CANDS'
@@ -30,6 +34,17 @@ chmod 644 "$SCRATCH/cands.txt" "$SCRATCH/refs.txt"
   echo "exit code: $(cat "$LOG_DIR/environment.rc")"
 } >"$LOG_DIR/01_environment.log" 2>&1
 collect "$SCRATCH/env.out" torch_device.txt
+# bert-score is pip's console script (its first line the env's python, its body an import of
+# bert_score_cli.score); a shell script or a launcher in its place shows. The modules it runs are
+# pinned where the vouched interpreter finds them from SCRATCH (pip install . copies them into
+# site-packages byte for byte; an editable install leaves them in the checkout): a rewritten
+# score.py that prints the published figures shows.
+vouch bert_score "$BERT_SCORE"
+collect "$BERT_SCORE" bert_score_script.txt
+cd "$SCRATCH" && as_owner "$PY_ENV" -c 'import bert_score.score as s, bert_score.utils as u, bert_score_cli.score as c; print(s.__file__); print(u.__file__); print(c.__file__)' >"$SCRATCH/modules.txt" 2>/dev/null
+for rel in bert_score/score.py bert_score/utils.py bert_score_cli/score.py; do
+  echo "$rel $(blob_of "$(grep -m 1 "/$rel\$" "$SCRATCH/modules.txt")")"
+done >>"$LOG_DIR/pinned.txt"
 # Only nvidia-smi's standard output is kept: a missing nvidia-smi leaves these files empty.
 PATH=$SYSTEM_PATH timeout 30 nvidia-smi -L >"$LOG_DIR/gpus.txt" 2>/dev/null
 

@@ -8,6 +8,11 @@
 # this run's are seen. While it trains, nvidia-smi's compute processes are sampled every 2 s.
 # checks.yaml judges the collected files on the controller. RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
+# What runs is what is judged: the interpreter, vouched (a wrapper script, or a launcher ELF in its
+# place, shows as such in runtime.txt), and the repository's files the run executes, pinned to
+# their blobs (an entry script rewritten to print the expected lines shows in pinned.txt).
+vouch python "$PY_ENV"
+pinned train.py models/causal_model.py
 CKPT="$SCRATCH/checkpoints"
 as_owner mkdir -p "$CKPT"
 SPLIT=$(find "$WORKDIR" -path '*/MOSI/split_dataset_2/embedding_and_mapping.pt' 2>/dev/null | head -n 1)

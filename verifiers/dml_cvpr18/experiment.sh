@@ -8,6 +8,11 @@
 # train_models.py puts the towers on /gpu:N; nvidia-smi's compute processes are sampled every 2 s
 # and TensorFlow's GPU list is collected. checks.yaml judges the output. RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
+# What runs is what is judged: the interpreter, vouched (a wrapper script, or a launcher ELF in its
+# place, shows as such in runtime.txt), and the repository's files the run executes, pinned to
+# their blobs (an entry script rewritten to print the expected lines shows in pinned.txt).
+vouch python "$PY_ENV"
+pinned train_image_classifier.py train_models.py
 HOME_DIR=$(awk -F: -v u="$OWNER" '$1 == u { print $6 }' /etc/passwd)
 record=$(find "$WORKDIR" "$HOME_DIR" -maxdepth 5 -name 'market1501_bounding_box_train*' -path '*tfrecord*' 2>/dev/null | head -n 1)
 TF_DIR=$(dirname "${record:-/nonexistent/x}")

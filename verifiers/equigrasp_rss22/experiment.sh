@@ -11,6 +11,11 @@
 # (info/, models/, checkpoint/) are listed. checks.yaml judges the collected files on the
 # controller. RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
+# What runs is what is judged: the interpreter, vouched (a wrapper script, or a launcher ELF in its
+# place, shows as such in runtime.txt), and the repository's files the run executes, pinned to
+# their blobs (an entry script rewritten to print the expected lines shows in pinned.txt).
+vouch python "$PY_ENV"
+pinned scripts/main.py
 NVSMI_PATH=$SYSTEM_PATH
 SEED=$(od -An -tu2 -N2 /dev/urandom | tr -d ' ')
 echo "$SEED" >"$LOG_DIR/seed.txt"

@@ -8,6 +8,17 @@
 # The model is saved next to the copy (SCRATCH), so only what is written now is seen. The output
 # and the listing of SCRATCH are collected; checks.yaml judges them. RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
+# What runs is what is judged: the interpreter, vouched (a wrapper script, or a launcher ELF in its
+# place, shows as such in runtime.txt), and the repository's files the run executes, pinned to
+# their blobs (an entry script rewritten to print the expected lines shows in pinned.txt).
+vouch python "$PY_ENV"
+pinned mnist.yaml __init__.py
+# Python 2.7 is built from source on Debian (an ELF no package vouches for) or Ubuntu's
+# python2.7: either way a real CPython exports its C API; a launcher of a script does not.
+for sym in Py_Initialize PyEval_EvalCode; do
+  has_text "$(readlink -f "$PY_ENV")" "$sym" && printf '%s ' "$sym"
+done >"$LOG_DIR/python_exports.txt"
+echo >>"$LOG_DIR/python_exports.txt"
 HOME_DIR=$(awk -F: -v u="$OWNER" '$1 == u { print $6 }' /etc/passwd)
 DATA_PATH="$WORKDIR/data"
 if [ ! -f "$DATA_PATH/mnist/train-images-idx3-ubyte" ]; then
@@ -28,6 +39,9 @@ chown "$OWNER" "$SCRATCH/mnist.yaml" 2>/dev/null || true
 } >"$LOG_DIR/01_environment.log" 2>&1
 collect "$SCRATCH/env.out" environment.txt
 PL2_DIR=$(sed -n 's/^pylearn2_dir //p' "$SCRATCH/env.out" | head -n 1)
+# The program the run executes is pylearn2's scripts/train.py: pinned like the checkout's files
+# (a train.py that prints the monitor's lines shows).
+echo "pylearn2/scripts/train.py $(blob_of "$PL2_DIR/scripts/train.py")" >>"$LOG_DIR/pinned.txt"
 
 {
   echo "== training: THEANO_FLAGS=device=cpu,floatX=float32 env/bin/python $PL2_DIR/scripts/train.py mnist.yaml (one epoch)"

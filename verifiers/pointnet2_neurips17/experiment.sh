@@ -8,6 +8,11 @@
 # 2 s while it trains, and TensorFlow's GPU list is collected. checks.yaml judges the output.
 # RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
+# What runs is what is judged: the interpreter, vouched (a wrapper script, or a launcher ELF in its
+# place, shows as such in runtime.txt), and the repository's files the run executes, pinned to
+# their blobs (an entry script rewritten to print the expected lines shows in pinned.txt).
+vouch python "$PY_ENV"
+pinned train.py models/pointnet2_cls_ssg.py
 RUN_LOG="$SCRATCH/log"
 
 {

@@ -10,6 +10,11 @@
 # processes are sampled every 2 s.
 # checks.yaml judges the collected files on the controller. RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
+# What runs is what is judged: the interpreter, vouched (a wrapper script, or a launcher ELF in its
+# place, shows as such in runtime.txt), and the repository's files the run executes, pinned to
+# their blobs (an entry script rewritten to print the expected lines shows in pinned.txt).
+vouch python "$PY_ENV"
+pinned qlora.py
 OUT="$SCRATCH/guanaco-7b"
 SEED=$(($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 1000 + 1))
 

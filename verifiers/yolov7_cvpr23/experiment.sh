@@ -8,12 +8,29 @@
 # horse). Nothing an earlier run left in runs/detect can be taken for this run's output. While it
 # runs, nvidia-smi's list of compute processes is sampled every second. checks.yaml judges the
 # collected files on the controller. RUNBOOK.MD is never read.
+#
+# A second detect.py run (at most 100 s: the model loads again, one image) takes the shipped
+# image the controller drew ($VARIANT_IMAGE, one of inference/images/) under another fresh name:
+# its class summary, box count, top confidence and the image's blob are the variant's results,
+# compared with what real runs of the reference gave for that image (the operator's bank).
+# horses.jpg alone was a file the agent could run beforehand and replay.
 PY_ENV="$WORKDIR/env/bin/python"
+# What runs is what is judged: the interpreter, vouched (a wrapper script, or a launcher ELF in its
+# place, shows as such in runtime.txt), and the repository's files the run executes, pinned to
+# their blobs (an entry script rewritten to print the expected lines shows in pinned.txt).
+vouch python "$PY_ENV"
+pinned detect.py models/yolo.py models/common.py models/experimental.py utils/general.py \
+  inference/images/horses.jpg
+# The drawn image (a word of checks.yaml's choice list; horses without a variant).
+IMAGE=${VARIANT_IMAGE:-horses}
 NVSMI_PATH=$SYSTEM_PATH
 NONCE=$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')
 mkdir -p "$SCRATCH/src" && chown "$OWNER" "$SCRATCH/src"
 cp "$WORKDIR/inference/images/horses.jpg" "$SCRATCH/src/h$NONCE.jpg" 2>/dev/null
 echo "h$NONCE" >"$LOG_DIR/image_name.txt"
+mkdir -p "$SCRATCH/drawn" && chown "$OWNER" "$SCRATCH/drawn"
+cp "$WORKDIR/inference/images/$IMAGE.jpg" "$SCRATCH/drawn/d$NONCE.jpg" 2>/dev/null
+echo "$IMAGE $(blob_of "$WORKDIR/inference/images/$IMAGE.jpg")" >"$LOG_DIR/drawn_image.txt"
 
 {
   echo "== environment: $PY_ENV"
@@ -44,6 +61,13 @@ SAMPLER=$!
   collect "$SCRATCH/detect.out" detect_output.txt
   tail -c 20000 "$SCRATCH/detect.out"
   echo "exit code: $(cat "$LOG_DIR/detect.rc")"
+  echo "== experiment: the same on the drawn image ($IMAGE.jpg, copied as d$NONCE.jpg)"
+  cd "$WORKDIR" && rc_of drawn as_owner timeout 100 "$PY_ENV" detect.py --weights yolov7.pt \
+    --conf 0.25 --img-size 640 --source "$SCRATCH/drawn/d$NONCE.jpg" --device 0 \
+    --save-txt --save-conf --project "$SCRATCH/detect" --name drawn --exist-ok >"$SCRATCH/drawn.out" 2>&1
+  collect "$SCRATCH/drawn.out" drawn_output.txt
+  tail -c 5000 "$SCRATCH/drawn.out"
+  echo "exit code: $(cat "$LOG_DIR/drawn.rc")"
 } >"$LOG_DIR/02_experiment.log" 2>&1
 
 kill "$SAMPLER" 2>/dev/null
@@ -51,3 +75,8 @@ wait "$SAMPLER" 2>/dev/null
 collect "$SCRATCH/gpu_apps.txt" gpu_apps.txt
 collect "$SCRATCH/detect/exp/labels/h$NONCE.txt" labels.txt
 (cd "$SCRATCH/detect/exp" 2>/dev/null && find . -name "h$NONCE.*" -type f -exec ls -l {} \;) >"$LOG_DIR/artifacts.txt" 2>&1
+# The drawn image's detections: how many, and the highest confidence (the sixth field of
+# --save-conf's label lines; none written: 0 and 0).
+cat "$SCRATCH/detect/drawn/labels/d$NONCE.txt" 2>/dev/null |
+  awk '{ n++; if ($6 > top) top = $6 } END { printf "boxes %d\ntop_confidence %s\n", n, top + 0 }' \
+    >"$LOG_DIR/drawn_labels.txt"
