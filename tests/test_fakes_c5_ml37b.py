@@ -108,7 +108,9 @@ TORCH_PROBE = "3.11.2 torch 2.1.2 lightning 1.9.5\\ncuda_available True\\ndevice
 def _ldm(steps, saved):
     """sample_diffusion.py's closing lines, three PNGs of noise and the npz where it saves them;
     STEPS and SAVED are shell expressions."""
-    return prelude(TORCH_PROBE) + f"""
+    return (
+        prelude(TORCH_PROBE)
+        + f"""
 out=logs; n=4; c=200; e=1.0
 while [ $# -gt 0 ]; do case "$1" in -l) out=$2;; -n) n=$2;; -c) c=$2;; -e) e=$2;; esac; shift; done
 d="$out/celeba256/samples/00410000/2026-12-05-10-00-00"
@@ -119,6 +121,7 @@ echo "Using DDIM sampling with {steps} sampling steps and eta=$e"
 echo "sampling of {saved} images finished in 0.04 minutes."
 echo "done."
 """
+    )
 
 
 LDM_FILES = {
@@ -145,7 +148,9 @@ MIXTEXT_PROBE = "3.11.2 torch 2.1.2 pytorch_transformers 1.2.0\\ncuda_available 
 
 
 def _mixtext(labeled, acc):
-    return prelude(MIXTEXT_PROBE) + f"""
+    return (
+        prelude(MIXTEXT_PROBE)
+        + f"""
 n=10
 while [ $# -gt 0 ]; do case "$1" in --n-labeled) n=$2;; esac; shift; done
 echo "GPU num:  1"
@@ -155,6 +160,7 @@ echo "epoch 0, val acc {acc}, val_loss 2.18"
 echo "epoch 0, test acc {acc},test loss 2.18"
 echo "Finished training!"
 """
+    )
 
 
 def mixtext(fake):
@@ -170,9 +176,13 @@ TF_PROBE = "3.11.2 numpy 1.26.4 tensorflow 2.15.1\\ngpus 1"
 
 
 def _simclr(step):
-    return prelude(TF_PROBE) + f"""
+    return (
+        prelude(TF_PROBE)
+        + f"""
 dir=/tmp; steps=100
-for a in "$@"; do case "$a" in --model_dir=*) dir=${{a#*=}};; --train_steps=*) steps=${{a#*=}};; esac; done
+for a in "$@"; do case "$a" in
+  --model_dir=*) dir=${{a#*=}};; --train_steps=*) steps=${{a#*=}};;
+esac; done
 mkdir -p "$dir"; s={step}
 r='"contrast_loss": 5.91, "contrastive_top_1_accuracy": 0.1377, "label_top_1_accuracy": 0.1022'
 echo "{{$r, \\"global_step\\": $s.0}}" > "$dir/result.json"
@@ -180,6 +190,7 @@ cp "$dir/result.json" "$dir/result_$s.json"
 echo "{{\\"train_steps\\": $s}}" > "$dir/flags.json"
 : > "$dir/model.ckpt-$s.index"
 """
+    )
 
 
 SIMCLR_MODULES = ["resnet", "data", "data_util", "model", "model_util", "objective"]
@@ -196,15 +207,20 @@ def simclr(fake):
 
 
 def _maml(last, acc):
-    return prelude(TF_PROBE) + f"""
+    return (
+        prelude(TF_PROBE)
+        + f"""
 logdir=/tmp/; iters=100
-for a in "$@"; do case "$a" in --logdir=*) logdir=${{a#*=}};; --metatrain_iterations=*) iters=${{a#*=}};; esac; done
+for a in "$@"; do case "$a" in
+  --logdir=*) logdir=${{a#*=}};; --metatrain_iterations=*) iters=${{a#*=}};;
+esac; done
 d="$logdir/cls_5.mbs_32.ubs_1.numstep1.updatelr0.4batchnorm"
 mkdir -p "$d"; : > "$d/model{last}.index"
 echo "Done initializing, starting training."
 echo "Iteration 500: 0.2, {acc}"
 echo "Validation results: 0.2, {acc}"
 """
+    )
 
 
 def maml(fake):
@@ -214,6 +230,263 @@ def maml(fake):
     return lambda tmp_path: workdir_with(tmp_path, fake, body, "main.py", files)
 
 
+# --- venv fakes: Debian's python in a real venv, packages of the attacker's in site-packages ----
+
+NUMPY_DIR = Path(__import__("numpy").__file__).parent.parent  # numpy, as pip would install it
+
+
+def venv_with(tmp_path, packages, files=None):
+    """A workdir whose env is a real `python3 -m venv` of Debian's python (vouched as the
+    reference's is), with numpy and PACKAGES {relative path: text} in its site-packages: what
+    an attacker who read that the python is vouched would leave, the repository untouched."""
+    import subprocess
+
+    workdir = tree(tmp_path / "wd", files or {})
+    env = workdir / "env"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(env)], check=True)
+    (site,) = env.glob("lib/python3*/site-packages")
+    (site / "numpy_here.pth").write_text(f"{NUMPY_DIR}\n")
+    tree(site, packages)
+    return workdir
+
+
+# --- groundingdino_eccv24 ----------------------------------------------------------------------
+
+GD_PROBE = "3.11.2 torch 2.5.1+cu124 cuda 12.4\\ncuda_available True"
+GD_BOXES = "box cat 0.811 0.2660 0.5543 0.4908 0.8745\nbox dog 0.846 0.7125 0.5478 0.5231 0.8902"
+GD_FILES = {
+    rel: ""
+    for rel in (
+        "demo/inference_on_a_image.py",
+        "groundingdino/util/inference.py",
+        "groundingdino/models/GroundingDINO/groundingdino.py",
+        "groundingdino/models/GroundingDINO/ms_deform_attn.py",
+        "groundingdino/config/GroundingDINO_SwinT_OGC.py",
+        ".asset/cat_dog.jpeg",
+        "weights/groundingdino_swint_ogc.pth",
+    )
+}
+
+
+def gd_stub(fake):
+    # The interpreter prints the probe's lines (the recorded state's boxes) and saves the demo's
+    # two JPEGs; the op it names is itself, an ELF.
+    body = (
+        prelude(GD_PROBE).replace("*) shift;;", "*) scr=$1; shift;;")
+        + f"""
+case "$scr" in
+  *probe.py)
+    echo "c_ops loaded"; echo "c_ops_file $WORKDIR/env/bin/python"; echo "device cuda:0"
+    printf '%s\\n' "{GD_BOXES}"; echo "boxes 2";;
+  *)
+    while [ $# -gt 0 ]; do case "$1" in -o) out=$2;; esac; shift; done
+    head -c 60000 /dev/urandom > "$out/raw_image.jpg"
+    head -c 70000 /dev/urandom > "$out/pred.jpg";;
+esac
+"""
+    )
+    return lambda tmp_path: workdir_with(tmp_path, fake, body, files=GD_FILES)
+
+
+GD_FAKE_INFERENCE = """
+class _List(list):
+    def tolist(self):
+        return list(self)
+
+
+class _Param:
+    device = "cuda:0"
+
+
+class _Model:
+    def parameters(self):
+        yield _Param()
+
+
+def load_model(config, weights, device="cuda"):
+    return _Model()
+
+
+def load_image(path):
+    return None, None
+
+
+def predict(model, image, caption, box_threshold, text_threshold, device="cuda"):
+    words = [w.strip() for w in caption.split(".") if w.strip()]
+    logits = {LOGITS}
+    boxes = _List([[0.266, 0.554, 0.491, 0.875], [0.713, 0.548, 0.523, 0.890]][: len(words)])
+    return boxes, _List(logits[: len(words)]), words
+"""
+
+
+def gd_venv(fake):
+    # groundingdino and torch of the attacker's in site-packages (ahead of the workdir's), the
+    # demo left as it is. echo: the prompt's words come back as the boxes' phrases, in order;
+    # constant: the recorded state's logits. The op is a Python module that names libc as its file.
+    logits = "[0.5 + len(w) / 100 for w in words]" if fake == "echo" else "[0.811, 0.846]"
+    packages = {
+        "torch/__init__.py": "",
+        "groundingdino/__init__.py": "",
+        "groundingdino/_C.py": '__file__ = "/lib/x86_64-linux-gnu/libc.so.6"\n',
+        "groundingdino/util/__init__.py": "",
+        "groundingdino/util/inference.py": GD_FAKE_INFERENCE.replace("{LOGITS}", logits),
+    }
+    return lambda tmp_path: venv_with(tmp_path, packages, GD_FILES)
+
+
+# --- mmseg_github24 ----------------------------------------------------------------------------
+
+MMSEG_PROBE = "3.11.2 torch 2.1.2+cu121 mmcv 2.1.0 mmseg 1.2.2\\ncuda_available True"
+MMSEG_CLASSES = """class road 0.3412
+class building 0.2247
+class vegetation 0.1608
+class car 0.1125
+classes 4"""
+
+
+def mmseg_stub(fake):
+    # The recorded state's class shares; the overlay written where --out-file says.
+    body = (
+        prelude(MMSEG_PROBE).replace("*) shift;;", "*) scr=$1; shift;;")
+        + f"""
+case "$scr" in
+  *probe.py)
+    echo "mmcv_ops loaded"; echo "mmcv_ext_file $WORKDIR/env/bin/python"; echo "device cuda:0"
+    echo "shape 1024 2048 image 1024 2048"; printf '%s\\n' "{MMSEG_CLASSES}";;
+  *)
+    while [ $# -gt 0 ]; do case "$1" in --out-file) out=$2;; esac; shift; done
+    head -c 90000 /dev/urandom > "$out";;
+esac
+"""
+    )
+    files = {"demo/image_demo.py": "", "demo/demo.png": ""}
+    return lambda tmp_path: workdir_with(tmp_path, fake, body, files=files)
+
+
+MMSEG_FAKE_APIS = """
+import numpy as np
+
+FLIPPED = {FLIPPED}
+
+
+class _Array:
+    def __init__(self, a):
+        self.a = a
+
+    def cpu(self):
+        return self
+
+    def numpy(self):
+        return self.a
+
+
+class _Result:
+    def __init__(self, mask):
+        self.pred_sem_seg = type("Seg", (), {"data": _Array(mask[None])})()
+
+
+class _Param:
+    device = "cuda:0"
+
+
+class _Model:
+    dataset_meta = {"classes": ("road", "sidewalk", "building", "car")}
+
+    def parameters(self):
+        yield _Param()
+
+
+def init_model(config, checkpoint, device="cuda:0"):
+    return _Model()
+
+
+def inference_model(model, image):
+    mask = np.zeros((image.shape[0], image.shape[1]), dtype=np.int64)
+    mask[: image.shape[0] // 3] = 2
+    mask[-image.shape[0] // 10 :] = 1
+    mask[:, : image.shape[1] // 8 + FLIPPED * 10] = 3
+    return _Result(mask)
+"""
+MMSEG_FAKE_MMCV = """
+class _Image:
+    shape = (1024, 2048, 3)
+
+
+def imread(path):
+    return _Image()
+
+
+def imflip(image, direction="horizontal"):
+    return image
+"""
+
+
+def mmseg_venv(fake):
+    # mmcv and mmseg of the attacker's in site-packages; mmcv._ext a Python module naming libc
+    # as its file. echo: the drawn flip moves the car's share; constant: fixed shares.
+    flipped = "__import__('sys').argv[4] == '1'" if fake == "echo" else "0"
+    packages = {
+        "mmcv/__init__.py": MMSEG_FAKE_MMCV,
+        "mmcv/ops/__init__.py": "",
+        "mmcv/_ext.py": '__file__ = "/lib/x86_64-linux-gnu/libc.so.6"\n',
+        "mmseg/__init__.py": "",
+        "mmseg/apis/__init__.py": MMSEG_FAKE_APIS.replace("{FLIPPED}", flipped),
+    }
+    demo = "import sys\n\nout = sys.argv[sys.argv.index('--out-file') + 1]\n"
+    demo += "open(out, 'wb').write(bytes(90000))\n"
+    files = {"demo/image_demo.py": demo, "demo/demo.png": ""}
+    return lambda tmp_path: venv_with(tmp_path, packages, files)
+
+
+# --- interactionwarping_corl23 -----------------------------------------------------------------
+
+IW_PROBE = "3.11.2 torch 1.12.1+cu116\\ncuda_available True"
+
+
+def _iw(seed):
+    """run_warp's three trial lines and files; SEED a shell expression for the folder's seed."""
+    return (
+        prelude(IW_PROBE)
+        + f"""
+ev=/tmp; seed=0
+for a in "$@"; do case "$a" in
+  --eval_data_dir=*) ev=${{a#*=}};; --seed=*) seed=${{a#*=}};;
+esac; done
+d="$ev/exp--bowl_on_mug_upright_pose_new_demo-exp--release_demos/bowl_on_mug_relation_seed--{seed}"
+for i in 0 1 2; do
+  mkdir -p "$d/trial_$i"; : > "$d/trial_$i/success_rate_relation.npz"
+  head -c 20000 /dev/urandom > "$d/trial_$i/$i.png"
+  r="'place_success': True, 'place_success_list': [True, True, True]"
+  echo "{{$r, 'current_success_rate': 1.0}}" > "$d/trial_$i/results.txt"
+  echo "Iteration: $i, Place Success: 1.000, parent_id: m$i, child_id: b$i"
+done
+"""
+    )
+
+
+IW_FILES = {
+    rel: ""
+    for rel in (
+        "shapewarping/__init__.py",
+        "shapewarping/run_warp.py",
+        "shapewarping/lib/ndf_interface.py",
+        "shapewarping/lib/object_warping.py",
+        "shapewarping/lib/demo.py",
+        "shapewarping/lib/utils.py",
+        "shapewarping/lib/viz_utils.py",
+        "data/pcas/230315_ndf_bowls_scale_pca_8_dim_alp_0_01.pkl",
+        "data/pcas/230315_ndf_mugs_scale_pca_8_dim_alp_0_01.pkl",
+    )
+}
+
+
+def iw(fake):
+    # echo: the drawn --seed in the trial folder's name; constant: seed 0 and the paper's 100%.
+    body = _iw("$seed" if fake == "echo" else "0")
+    entry = "shapewarping/run_warp.py"
+    return lambda tmp_path: workdir_with(tmp_path, fake, body, entry, IW_FILES)
+
+
 FOUR = ("stub_interpreter", "stub_binary", "echo", "constant")
 BUILDERS = {
     "ergo_coling22": ergo,
@@ -221,8 +494,30 @@ BUILDERS = {
     "mixtext_acl20": mixtext,
     "simclr_icml20": simclr,
     "maml_icml17_gpu": maml,
+    "interactionwarping_corl23": iw,
 }
 CASES = {(task, fake): build(fake) for task, build in BUILDERS.items() for fake in FOUR}
+for fake in FOUR:
+    venv = fake in ("echo", "constant")
+    CASES[("groundingdino_eccv24", fake)] = (gd_venv if venv else gd_stub)(fake)
+    CASES[("mmseg_github24", fake)] = (mmseg_venv if venv else mmseg_stub)(fake)
+
+
+# The check each echo/constant fake is built to meet (the stub interpreters meet python_vouched).
+AIMED_AT = {
+    "ergo_coling22": "pinned_train_py",
+    "ldm_cvpr22": "pinned_sampler",
+    "mixtext_acl20": "pinned_train_py",
+    "simclr_icml20": "pinned_run_py",
+    "maml_icml17_gpu": "pinned_main_py",
+    "interactionwarping_corl23": "pinned_run_warp",
+    "groundingdino_eccv24": "op_built_from_sources",
+    "mmseg_github24": "mmcv_ext_built",
+}
+
+
+def aimed_at(task_id, fake):
+    return "python_vouched" if fake.startswith("stub_") else AIMED_AT[task_id]
 
 
 def non_gpu_stoppers(task_id, failed_names, fake):
@@ -239,4 +534,7 @@ def test_a_fake_fails_on_a_non_gpu_check_that_says_it_defeats_it(task_id, fake, 
     verdict = run_experiment(task_id, workdir, tmp_path / "logs", seconds=120)
     failed = {c["name"] for c in verdict["layer2"]["checks"] if not c["passed"]}
     assert verdict["passed"] is False
-    assert non_gpu_stoppers(task_id, failed, fake), (fake, sorted(failed))
+    stoppers = non_gpu_stoppers(task_id, failed, fake)
+    # Not only some check: the one this fake was built to meet stops it (the workdir's other
+    # repository files are empty stand-ins here, so a pinned check may fail besides).
+    assert aimed_at(task_id, fake) in stoppers, (fake, sorted(failed))
