@@ -487,6 +487,58 @@ def iw(fake):
     return lambda tmp_path: workdir_with(tmp_path, fake, body, entry, IW_FILES)
 
 
+# --- neuralstyle_cvpr16 ------------------------------------------------------------------------
+
+TH = "env/torch/install/bin/th"
+
+
+def _style(loss):
+    """th's output for `th -e` (cutorch's devices) and `th neural_style.lua ...` (the losses
+    every 10 iterations, LOSS a shell expression, and a 256 x 192 PNG where -output_image says);
+    luarocks' wrapper's `-e PATHS -e CONTEXT TH` are skipped when it runs this as luajit."""
+    return f"""
+[ "$1" = -e ] && [ $# -gt 5 ] && case "$5" in */th) shift 5;; esac
+case "$1" in -e) printf 'cuda devices 1\\t\\ndevice 1 NVIDIA L4\\t\\n'; exit 0;; esac
+shift
+seed=1; out=out.png
+while [ $# -gt 0 ]; do case "$1" in -seed) seed=$2;; -output_image) out=$2;; esac; shift; done
+echo "Successfully loaded models/VGG_ILSVRC_19_layers.caffemodel"
+for i in 10 20 30 40 50; do
+  printf 'Iteration %s / 50\\t\\n  Content 1 loss: %s\\t\\n' $i "{loss}"
+  for s in 1 2 3 4 5; do printf '  Style %s loss: %s\\t\\n' $s "{loss}"; done
+  printf '  Total loss: %s\\t\\n' "{loss}"
+done
+printf '\\211PNG\\r\\n\\032\\n\\000\\000\\000\\rIHDR' > "$out"
+printf '\\000\\000\\001\\000\\000\\000\\000\\300' >> "$out"
+head -c 50000 /dev/urandom >> "$out"
+"""
+
+
+def neuralstyle(fake):
+    # stub_interpreter / stub_binary: th itself prints the log. echo / constant: th is luarocks'
+    # wrapper, word for word in form, exec'ing a luajit that is a launcher ELF printing the
+    # drawn -seed as every loss (echo) or the recorded state's last total loss (constant).
+    loss = "$seed.5" if fake == "echo" else "560945.500000"
+    files = {"neural_style.lua": "", "models/VGG_ILSVRC_19_layers.caffemodel": ""}
+
+    def build(tmp_path):
+        workdir = tree(tmp_path / "wd", files)
+        if fake in ("stub_interpreter", "stub_binary"):
+            (script if fake == "stub_interpreter" else stub_elf)(workdir / TH, _style(loss))
+            return workdir
+        bindir = (workdir / TH).parent
+        luajit = stub_elf(bindir / "luajit", _style(loss))
+        rocks = bindir.parent / "lib/luarocks/rocks/trepl/scm-1/bin/th"
+        wrapper = (
+            f"exec '{luajit}' -e 'package.path=\"x\"' -e 'local k,l,_=pcall(require,"
+            f'"luarocks.loader")\' \'{rocks}\' "$@"'
+        )
+        script(workdir / TH, "\n" + wrapper)
+        return workdir
+
+    return build
+
+
 FOUR = ("stub_interpreter", "stub_binary", "echo", "constant")
 BUILDERS = {
     "ergo_coling22": ergo,
@@ -495,6 +547,7 @@ BUILDERS = {
     "simclr_icml20": simclr,
     "maml_icml17_gpu": maml,
     "interactionwarping_corl23": iw,
+    "neuralstyle_cvpr16": neuralstyle,
 }
 CASES = {(task, fake): build(fake) for task, build in BUILDERS.items() for fake in FOUR}
 for fake in FOUR:
@@ -513,11 +566,14 @@ AIMED_AT = {
     "interactionwarping_corl23": "pinned_run_warp",
     "groundingdino_eccv24": "op_built_from_sources",
     "mmseg_github24": "mmcv_ext_built",
+    "neuralstyle_cvpr16": "luajit_built",
 }
 
 
 def aimed_at(task_id, fake):
-    return "python_vouched" if fake.startswith("stub_") else AIMED_AT[task_id]
+    if fake.startswith("stub_"):
+        return "th_wraps_luajit" if task_id == "neuralstyle_cvpr16" else "python_vouched"
+    return AIMED_AT[task_id]
 
 
 def non_gpu_stoppers(task_id, failed_names, fake):
