@@ -539,6 +539,61 @@ def neuralstyle(fake):
     return build
 
 
+# --- pixelreasoner_neurips25 -------------------------------------------------------------------
+
+PR_PROBE = "3.11.2 torch 2.5.1+cu124 transformers 4.49.0 vllm 0.7.2\\ncuda_available True"
+
+
+def _pr_eval(acc):
+    """What eval_vlm_new.sh's Ray job leaves: the summary line, metrics_iter0.json and 32
+    rollouts where working_dir/savefolder/tagname says; ACC a shell expression for pass@1."""
+    return f"""
+d="$working_dir/$savefolder/$tagname/logs"; mkdir -p "$d"; acc={acc}
+m='"benchname": "vstar", "ntotal": 32'
+echo "{{$m, \\"pass1\\": $acc}}" > "$d/metrics_iter0.json"
+i=0; while [ $i -lt 32 ]; do echo '{{}}'; i=$((i + 1)); done > "$d/sample.eval_iter0.jsonl"
+echo "!!!! [eval] from disk bench=vstar, acc=$acc=27/32"
+"""
+
+
+def pixelreasoner(fake):
+    # stub_*: env/bin/python and python3 print the probe and the slice and, as the Ray job,
+    # the recorded state's accuracy; echo / constant: Debian's python, eval_vlm_new.sh rewritten
+    # to print the drawn slice seed (from the tag) as the accuracy, or the paper's 84.3 on V*.
+    rl = "curiosity_driven_rl"
+    files = {
+        f"{rl}/openrlhf/cli/eval_ray.py": "",
+        f"{rl}/openrlhf/trainer/ray/evaluator2.py": "",
+        f"{rl}/openrlhf/trainer/evaluator.py": "",
+        f"{rl}/data/vstar.parquet": "",
+    }
+
+    def build(tmp_path):
+        if fake in ("echo", "constant"):
+            acc = "0.${tagname#verify_}" if fake == "echo" else "0.843"
+            files[f"{rl}/scripts/eval_vlm_new.sh"] = "#!/bin/bash\n" + _pr_eval(acc)
+            workdir = tree(tmp_path / "wd", files)
+            for name in ("python", "python3"):
+                (workdir / "env/bin").mkdir(parents=True, exist_ok=True)
+                (workdir / "env/bin" / name).symlink_to(REAL_PYTHON)
+            return workdir
+        files[f"{rl}/scripts/eval_vlm_new.sh"] = "#!/bin/bash\npython3 -m openrlhf.cli.eval_ray\n"
+        workdir = tree(tmp_path / "wd", files)
+        body = f"""
+case "$1" in
+  -c) case "$2" in *read_parquet*) echo "questions 191 slice 32";; *) printf '%b\\n' "{PR_PROBE}";;
+      esac; exit 0;;
+esac
+{_pr_eval("0.84375")}
+"""
+        make = script if fake == "stub_interpreter" else stub_elf
+        make(workdir / "env/bin/python", body)
+        (workdir / "env/bin/python3").symlink_to("python")
+        return workdir
+
+    return build
+
+
 FOUR = ("stub_interpreter", "stub_binary", "echo", "constant")
 BUILDERS = {
     "ergo_coling22": ergo,
@@ -548,6 +603,7 @@ BUILDERS = {
     "maml_icml17_gpu": maml,
     "interactionwarping_corl23": iw,
     "neuralstyle_cvpr16": neuralstyle,
+    "pixelreasoner_neurips25": pixelreasoner,
 }
 CASES = {(task, fake): build(fake) for task, build in BUILDERS.items() for fake in FOUR}
 for fake in FOUR:
@@ -567,6 +623,7 @@ AIMED_AT = {
     "groundingdino_eccv24": "op_built_from_sources",
     "mmseg_github24": "mmcv_ext_built",
     "neuralstyle_cvpr16": "luajit_built",
+    "pixelreasoner_neurips25": "pinned_eval_script",
 }
 
 
