@@ -24,6 +24,10 @@ vouch python "$PY_ENV"
 vouch python3 "$WORKDIR/env/bin/python3"
 # The evaluation script and the openrlhf code it submits to Ray (pip install -e . runs it from
 # the workdir): the entry, the Ray evaluator, and the evaluator that prints the summary line.
+# The run's save folder is in the workdir: what an earlier run (or the agent) left under this
+# tag is removed first (as the owner: never through a link as root), so the metrics read below
+# are this run's.
+as_owner rm -rf "$SAVE"
 pinned curiosity_driven_rl/scripts/eval_vlm_new.sh curiosity_driven_rl/openrlhf/cli/eval_ray.py \
   curiosity_driven_rl/openrlhf/trainer/ray/evaluator2.py curiosity_driven_rl/openrlhf/trainer/evaluator.py
 
