@@ -594,6 +594,22 @@ esac
     return build
 
 
+def pixelreasoner_replay(tmp_path):
+    # An earlier run's metrics and rollouts left under every tag the verifier can draw
+    # (verify_1 .. verify_10000), Debian's python, and an evaluation that does nothing.
+    rl = "curiosity_driven_rl"
+    workdir = tree(tmp_path / "wd", {f"{rl}/scripts/eval_vlm_new.sh": "#!/bin/bash\ntrue\n"})
+    (workdir / "env/bin").mkdir(parents=True)
+    for name in ("python", "python3"):
+        (workdir / "env/bin" / name).symlink_to(REAL_PYTHON)
+    metrics = '{"benchname": "vstar", "ntotal": 32, "pass1": 0.84375}\n'
+    for seed in range(1, 10001):
+        logs = workdir / rl / "eval_verify" / f"verify_{seed}" / "logs"
+        logs.mkdir(parents=True)
+        (logs / "metrics_iter0.json").write_text(metrics)
+    return workdir
+
+
 FOUR = ("stub_interpreter", "stub_binary", "echo", "constant")
 BUILDERS = {
     "ergo_coling22": ergo,
@@ -610,6 +626,7 @@ for fake in FOUR:
     venv = fake in ("echo", "constant")
     CASES[("groundingdino_eccv24", fake)] = (gd_venv if venv else gd_stub)(fake)
     CASES[("mmseg_github24", fake)] = (mmseg_venv if venv else mmseg_stub)(fake)
+CASES[("pixelreasoner_neurips25", "replay")] = pixelreasoner_replay
 
 
 # The check each echo/constant fake is built to meet (the stub interpreters meet python_vouched).
@@ -628,6 +645,8 @@ AIMED_AT = {
 
 
 def aimed_at(task_id, fake):
+    if fake == "replay":
+        return "questions_scored"
     if fake.startswith("stub_"):
         return "th_wraps_luajit" if task_id == "neuralstyle_cvpr16" else "python_vouched"
     return AIMED_AT[task_id]
