@@ -12,7 +12,13 @@ Each fake prints exactly the lines and writes the files the checks parse:
 - stub_binary: it is a tiny ELF launching that script;
 - echo / constant: Debian's own python (dpkg-vouched, as the reference's venv has it) runs the
   task's entry script, rewritten to hand its arguments to a shell script that prints them back
-  (echo) or the figures published in the paper or the recorded states (constant)."""
+  (echo) or the figures published in the paper or the recorded states (constant); for
+  groundingdino and mmseg, a real venv with the attacker's packages in site-packages instead
+  (the repository untouched); for neuralstyle, luarocks' th wrapper exec'ing a launcher ELF;
+- pixelreasoner also: plain_shell (eval_vlm_new.sh in plain shell) and replay (metrics left
+  under every tag the verifier can draw).
+Each case names the check it was built to meet (AIMED_AT): that one must stop it, since the
+repository files these workdirs hold are empty stand-ins (a pinned check may fail besides)."""
 
 import os
 from pathlib import Path
@@ -569,7 +575,7 @@ def pixelreasoner(fake):
     }
 
     def build(tmp_path):
-        if fake in ("echo", "constant"):
+        if fake in ("echo", "constant", "plain_shell"):
             acc = "0.${tagname#verify_}" if fake == "echo" else "0.843"
             files[f"{rl}/scripts/eval_vlm_new.sh"] = "#!/bin/bash\n" + _pr_eval(acc)
             workdir = tree(tmp_path / "wd", files)
@@ -627,6 +633,8 @@ for fake in FOUR:
     CASES[("groundingdino_eccv24", fake)] = (gd_venv if venv else gd_stub)(fake)
     CASES[("mmseg_github24", fake)] = (mmseg_venv if venv else mmseg_stub)(fake)
 CASES[("pixelreasoner_neurips25", "replay")] = pixelreasoner_replay
+# Its pipeline is a shell script: plain shell in its place writes what the Ray job would.
+CASES[("pixelreasoner_neurips25", "plain_shell")] = pixelreasoner("plain_shell")
 
 
 # The check each echo/constant fake is built to meet (the stub interpreters meet python_vouched).
@@ -647,6 +655,8 @@ AIMED_AT = {
 def aimed_at(task_id, fake):
     if fake == "replay":
         return "questions_scored"
+    if fake == "plain_shell":
+        return "pinned_eval_script"
     if fake.startswith("stub_"):
         return "th_wraps_luajit" if task_id == "neuralstyle_cvpr16" else "python_vouched"
     return AIMED_AT[task_id]
