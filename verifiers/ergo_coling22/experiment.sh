@@ -11,6 +11,22 @@ PY_ENV="$WORKDIR/env/bin/python"
 OUT="$SCRATCH/outputs_res"
 SEED=$(($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 1000 + 1))
 
+# The python that runs train.py, vouched: a wrapper script or an ELF no Debian package lists,
+# printing the log, shows in runtime.txt (the reference's env is `python3 -m venv`, Debian's).
+vouch python "$PY_ENV"
+# The modules train.py imports, as at the pinned commit.
+pinned model.py processor.py utils.py processor_esl.py
+# train.py itself, with its one import line put back as the commit has it: the fix every run
+# needs (the commit imports processor_esl, which it lacks) may name processor or add
+# processor_esl.py (then pinned above: a copy of processor.py); anything else changed shows.
+if [ -f "$WORKDIR/train.py" ] && [ ! -L "$WORKDIR/train.py" ]; then
+  sed -E 's/^from processor(_esl)? import ESL_processor( .*)?$/from processor_esl import ESL_processor/' \
+    "$WORKDIR/train.py" >"$SCRATCH/train_import_as_pinned.py"
+  echo "train.py(import-as-pinned) $(blob_of "$SCRATCH/train_import_as_pinned.py")" >>"$LOG_DIR/pinned.txt"
+else
+  echo "train.py(import-as-pinned) missing" >>"$LOG_DIR/pinned.txt"
+fi
+
 {
   echo "== environment: $PY_ENV"
   cd "$WORKDIR" && rc_of environment as_owner "$PY_ENV" -c 'import sys, torch, transformers, sklearn, lxml; print(sys.version.split()[0], "torch", torch.__version__, "transformers", transformers.__version__); print("cuda_available", torch.cuda.is_available()); print("device", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")' >"$SCRATCH/env.out" 2>&1

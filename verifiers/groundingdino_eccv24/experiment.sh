@@ -14,6 +14,15 @@ PY_ENV="$WORKDIR/env/bin/python"
 NVSMI_PATH=$SYSTEM_PATH
 CONFIG=groundingdino/config/GroundingDINO_SwinT_OGC.py
 WEIGHTS=weights/groundingdino_swint_ogc.pth
+
+# The python that runs the demo and the probe, vouched: a wrapper script or an ELF no Debian
+# package lists, printing boxes, shows in runtime.txt (the reference's env is `python3 -m venv`).
+vouch python "$PY_ENV"
+# The demo, the inference API and the model the probe runs (pip install -e . imports them from
+# the workdir), the Swin-T OGC config and the image both read.
+pinned demo/inference_on_a_image.py groundingdino/util/inference.py \
+  groundingdino/models/GroundingDINO/groundingdino.py groundingdino/models/GroundingDINO/ms_deform_attn.py \
+  "$CONFIG" .asset/cat_dog.jpeg
 if [ "$(($(od -An -tu1 -N1 /dev/urandom) % 2))" = 0 ]; then PROMPT="cat . dog ."; else PROMPT="dog . cat ."; fi
 echo "$PROMPT" >"$LOG_DIR/prompt.txt"
 mkdir -p "$SCRATCH/demo" && chown "$OWNER" "$SCRATCH/demo"
@@ -26,9 +35,10 @@ import torch
 from groundingdino.util.inference import load_image, load_model, predict
 
 try:
-    from groundingdino import _C  # noqa: F401  (imported only to prove the CUDA op was built)
+    from groundingdino import _C  # the CUDA op pip install -e . builds (its file is searched below)
 
     print("c_ops loaded")
+    print("c_ops_file", _C.__file__)
 except Exception as exc:  # the package warns and runs the op in Python instead
     print("c_ops missing", type(exc).__name__)
 config, weights, image_path, prompt = sys.argv[1:5]
@@ -86,4 +96,14 @@ SAMPLER=$!
 
 kill "$SAMPLER" 2>/dev/null
 wait "$SAMPLER" 2>/dev/null
+# The compiled op the probe imported, searched for its sources' strings (vision.cpp's pybind
+# names, in a CPU build as in a CUDA one: whether it runs on the GPU is the GPU checks' part). A
+# stand-in module, or an ELF of the attacker's such as a launcher, lacks them.
+OPSO=$(sed -n 's/^c_ops_file //p' "$SCRATCH/probe.out" 2>/dev/null | head -n 1)
+{
+  echo "op ${OPSO:-none} magic $(head -c4 "${OPSO:-/dev/null}" 2>/dev/null | od -An -tx1 | tr -d ' \n')"
+  for text in ms_deform_attn_forward ms_deform_attn_backward; do
+    if [ -n "$OPSO" ] && has_text "$OPSO" "$text"; then echo "text '$text': yes"; else echo "text '$text': no"; fi
+  done
+} >"$LOG_DIR/op.txt"
 collect "$SCRATCH/gpu_apps.txt" gpu_apps.txt

@@ -15,6 +15,15 @@
 PY_ENV="$WORKDIR/env/bin/python"
 NVSMI_PATH=$SYSTEM_PATH
 RNDF=$WORKDIR/relational_ndf/src/rndf_robot
+
+# The python that runs the warp, vouched: a wrapper script or an ELF no Debian package lists,
+# printing trials, shows in runtime.txt (the reference's env is `python3 -m venv`).
+vouch python "$PY_ENV"
+# run_warp and the shapewarping modules it imports (pip install -e . runs them from the workdir),
+# and the two PCA models the command names.
+pinned shapewarping/run_warp.py shapewarping/lib/ndf_interface.py shapewarping/lib/object_warping.py \
+  shapewarping/lib/demo.py shapewarping/lib/utils.py shapewarping/lib/viz_utils.py \
+  data/pcas/230315_ndf_bowls_scale_pca_8_dim_alp_0_01.pkl data/pcas/230315_ndf_mugs_scale_pca_8_dim_alp_0_01.pkl
 SEED=$(od -An -tu2 -N2 /dev/urandom | tr -d ' ')
 echo "$SEED" >"$LOG_DIR/seed.txt"
 EVAL="$SCRATCH/eval"

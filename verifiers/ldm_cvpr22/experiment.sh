@@ -16,6 +16,14 @@ for m in celeba256 ffhq256 lsun_churches256 lsun_beds256; do
 done
 echo "${CKPT:-no unconditional model under models/ldm}" >"$LOG_DIR/model.txt"
 
+# The python that samples, vouched: a wrapper script or an ELF no Debian package lists, printing
+# sample_diffusion.py's lines, shows in runtime.txt (the reference's env is `python3 -m venv`).
+vouch python "$PY_ENV"
+# The sampling script and the ldm modules it runs (pip install -e . imports them from the
+# workdir): the DDIM sampler, the latent diffusion model, its UNet and autoencoder.
+pinned scripts/sample_diffusion.py ldm/models/diffusion/ddim.py ldm/models/diffusion/ddpm.py \
+  ldm/modules/diffusionmodules/openaimodel.py ldm/models/autoencoder.py ldm/util.py
+
 {
   echo "== environment: $PY_ENV"
   cd "$WORKDIR" && rc_of environment as_owner "$PY_ENV" -c 'import sys, torch, pytorch_lightning, omegaconf, taming, ldm.models.diffusion.ddpm; print(sys.version.split()[0], "torch", torch.__version__, "lightning", pytorch_lightning.__version__); print("cuda_available", torch.cuda.is_available()); print("device", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")' >"$SCRATCH/env.out" 2>&1

@@ -10,6 +10,25 @@ LOGDIR="$SCRATCH/omniglot5way"
 EXP=cls_5.mbs_32.ubs_1.numstep1.updatelr0.4batchnorm
 TRAIN_ARGS="--datasource=omniglot --metatrain_iterations=600 --meta_batch_size=32 --update_batch_size=1 --update_lr=0.4 --num_updates=1 --logdir=$LOGDIR/"
 
+# The python that meta-trains, vouched: a wrapper script or an ELF no Debian package lists,
+# printing main.py's lines, shows in runtime.txt (the reference's env is `python3 -m venv`).
+vouch python "$PY_ENV"
+# main.py (which prints the accuracies) and data_generator.py (which samples the Omniglot
+# tasks), with their TensorFlow import put back as the commit has it: TensorFlow 2 needs
+# `import tensorflow.compat.v1 as tf` and disable_v2_behavior() (or disable_eager_execution());
+# any other change shows. maml.py and utils.py take edits of tf.contrib that differ between
+# honest ports, so they are not pinned.
+for rel in main.py data_generator.py; do
+  if [ -f "$WORKDIR/$rel" ] && [ ! -L "$WORKDIR/$rel" ]; then
+    sed -E -e '/^tf(\.compat\.v1)?\.(disable_v2_behavior|disable_eager_execution)\(\)$/d' \
+      -e 's/^import tensorflow(\.compat\.v1)? as tf$/import tensorflow as tf/' \
+      "$WORKDIR/$rel" >"$SCRATCH/tf1_import.py"
+    echo "$rel(tf-import-as-pinned) $(blob_of "$SCRATCH/tf1_import.py")"
+  else
+    echo "$rel(tf-import-as-pinned) missing"
+  fi
+done >>"$LOG_DIR/pinned.txt"
+
 {
   echo "== environment: $PY_ENV"
   cd "$WORKDIR" && rc_of environment as_owner "$PY_ENV" -c 'import sys, numpy, tensorflow as tf; print(sys.version.split()[0], "numpy", numpy.__version__, "tensorflow", tf.__version__); print("gpus", len(tf.config.list_physical_devices("GPU")))' >"$SCRATCH/env.out" 2>&1

@@ -8,6 +8,12 @@
 # controller. RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
 
+# The python that trains, vouched: a wrapper script or an ELF no Debian package lists, printing
+# train.py's lines, shows in runtime.txt (the reference's env is `python3 -m venv`).
+vouch python "$PY_ENV"
+# train.py and the two modules it imports from code/ (the MixText model, the Yahoo reader).
+pinned code/train.py code/mixtext.py code/read_data.py
+
 {
   echo "== environment: $PY_ENV"
   cd "$WORKDIR" && rc_of environment as_owner "$PY_ENV" -c 'import sys, torch, pandas, pytorch_transformers; print(sys.version.split()[0], "torch", torch.__version__, "pytorch_transformers", pytorch_transformers.__version__); print("cuda_available", torch.cuda.is_available()); print("device", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")' >"$SCRATCH/env.out" 2>&1

@@ -15,6 +15,12 @@ PY_ENV="$WORKDIR/env/bin/python"
 NVSMI_PATH=$SYSTEM_PATH
 CONFIG=configs/pspnet/pspnet_r50-d8_4xb2-40k_cityscapes-512x1024.py
 CKPT=pspnet_r50-d8_512x1024_40k_cityscapes_20200605_003338-2966598c.pth
+
+# The python that runs the demo and the probe, vouched: a wrapper script or an ELF no Debian
+# package lists, printing classes, shows in runtime.txt (the reference's env is `python3 -m venv`).
+# The repository's files are not pinned: no snapshot of the pinned commit could be read (see
+# task.yaml), so their blob ids are unknown here.
+vouch python "$PY_ENV"
 NONCE=$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')
 FLIP=$(($(od -An -tu1 -N1 /dev/urandom) % 2))
 echo "$NONCE flip=$FLIP" >"$LOG_DIR/nonce.txt"
@@ -30,6 +36,9 @@ try:
     import mmcv.ops  # noqa: F401  (imported only to prove the compiled ops load)
 
     print("mmcv_ops loaded")
+    import importlib
+
+    print("mmcv_ext_file", importlib.import_module("mmcv._ext").__file__)
 except Exception as exc:
     print("mmcv_ops missing", type(exc).__name__)
 from mmseg.apis import inference_model, init_model
@@ -93,4 +102,14 @@ SAMPLER=$!
 
 kill "$SAMPLER" 2>/dev/null
 wait "$SAMPLER" 2>/dev/null
+# mmcv's compiled ops, as the probe imported them, searched for mmcv's own sources' strings
+# (the same in 2.0.0 to 2.1.0): pybind.cpp's op names and a message of cudabind.cpp, which only
+# a CUDA build compiles. A stand-in mmcv (mmcv-lite, or the attacker's) lacks them.
+EXT=$(sed -n 's/^mmcv_ext_file //p' "$SCRATCH/probe.out" 2>/dev/null | head -n 1)
+{
+  echo "ext ${EXT:-none} magic $(head -c4 "${EXT:-/dev/null}" 2>/dev/null | od -An -tx1 | tr -d ' \n')"
+  for text in 'upfirdn2d (CUDA)' get_compiler_version 'wrong roi size'; do
+    if [ -n "$EXT" ] && has_text "$EXT" "$text"; then echo "text '$text': yes"; else echo "text '$text': no"; fi
+  done
+} >"$LOG_DIR/mmcv_ext.txt"
 collect "$SCRATCH/gpu_apps.txt" gpu_apps.txt

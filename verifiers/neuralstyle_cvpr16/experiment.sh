@@ -21,6 +21,24 @@ done
 ACTIVATE="$(dirname "$TH")/torch-activate"
 [ -f "$ACTIVATE" ] || ACTIVATE=/dev/null
 echo "$TH" >"$LOG_DIR/th_path.txt"
+# What runs neural_style.lua: install.sh leaves th as luarocks' wrapper of trepl's th, a #!/bin/sh
+# script whose `exec '<bin>/luajit' ...` runs the LuaJIT it built. Both are vouched (no package
+# lists a Torch build: the luajit ELF is collected), the wrapper is read for the luajit it runs,
+# and that luajit is searched for strings of LuaJIT's luajit.c (its version banner and usage):
+# a th that is a script printing the log, or a launcher ELF, has neither.
+vouch th "$TH"
+LUAJIT=$(sed -n "s/^exec '\([^']*\/luajit\)' .*/\1/p" "$TH" 2>/dev/null | head -n 1)
+vouch luajit "${LUAJIT:-$(dirname "$TH")/luajit}"
+{
+  echo "th wraps ${LUAJIT:-no luajit}"
+  real=$(readlink -f "${LUAJIT:-/dev/null}" 2>/dev/null)
+  echo "luajit ${real:-none} magic $(head -c4 "${real:-/dev/null}" 2>/dev/null | od -An -tx1 | tr -d ' \n')"
+  for text in 'Mike Pall' 'usage: %s [options]... [script [args]...].'; do
+    if [ -n "$real" ] && has_text "$real" "$text"; then echo "text '$text': yes"; else echo "text '$text': no"; fi
+  done
+} >"$LOG_DIR/torch_runtime.txt"
+# The script the experiment runs, as at the pinned commit.
+pinned neural_style.lua
 # run_th ARGS...: th with its activation, as the owner, from WORKDIR.
 run_th() {
   as_owner "$TOOLS/sh" -c '. "$1"; th=$2; shift 2; exec timeout 480 "$th" "$@"' sh "$ACTIVATE" "$TH" "$@"

@@ -16,6 +16,21 @@ TAG="verify_$SEED"
 SAVE="$RL/eval_verify/$TAG"
 NVJ=$(find "$WORKDIR/env/lib" -type d -path '*nvidia/nvjitlink/lib' 2>/dev/null | head -n 1)
 
+# The pythons that run: env/bin/python prepares the slice, and eval_vlm_new.sh's
+# `python3 -m openrlhf.cli.eval_ray` finds env/bin/python3 first on PATH. Both vouched: a wrapper
+# script or an ELF no Debian package lists, printing the summary, shows in runtime.txt (the
+# reference's env is `python3 -m venv`).
+vouch python "$PY_ENV"
+vouch python3 "$WORKDIR/env/bin/python3"
+# The evaluation script and the openrlhf code it submits to Ray (pip install -e . runs it from
+# the workdir): the entry, the Ray evaluator, and the evaluator that prints the summary line.
+# The run's save folder is in the workdir: what an earlier run (or the agent) left under this
+# tag is removed first (as the owner: never through a link as root), so the metrics read below
+# are this run's.
+as_owner rm -rf "$SAVE"
+pinned curiosity_driven_rl/scripts/eval_vlm_new.sh curiosity_driven_rl/openrlhf/cli/eval_ray.py \
+  curiosity_driven_rl/openrlhf/trainer/ray/evaluator2.py curiosity_driven_rl/openrlhf/trainer/evaluator.py
+
 {
   echo "== environment: $PY_ENV"
   cd "$RL" && rc_of environment as_owner "$PY_ENV" -c 'import sys, torch, transformers, vllm, ray, flash_attn, openrlhf; print(sys.version.split()[0], "torch", torch.__version__, "transformers", transformers.__version__, "vllm", vllm.__version__); print("cuda_available", torch.cuda.is_available()); print("device", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")' >"$SCRATCH/env.out" 2>&1

@@ -10,6 +10,12 @@
 PY_ENV="$WORKDIR/env/bin/python"
 MODEL_DIR="$SCRATCH/simclr_test"
 
+# The python that pretrains, vouched: a wrapper script or an ELF no Debian package lists,
+# writing result.json, shows in runtime.txt (the reference's env is `python3 -m venv`).
+vouch python "$PY_ENV"
+# run.py and every module it imports from the checkout (the reference runs them unchanged).
+pinned run.py resnet.py data.py data_util.py model.py model_util.py objective.py lars_optimizer.py
+
 {
   echo "== environment: $PY_ENV"
   cd "$WORKDIR" && rc_of environment as_owner "$PY_ENV" -c 'import sys, numpy, tensorflow as tf, tensorflow_datasets, tensorflow_hub; print(sys.version.split()[0], "numpy", numpy.__version__, "tensorflow", tf.__version__); print("gpus", len(tf.config.list_physical_devices("GPU")))' >"$SCRATCH/env.out" 2>&1
