@@ -1,8 +1,8 @@
 """Fakes an attacker who has read verifiers/ would leave for the GPU tasks ergo_coling22,
 groundingdino_eccv24, interactionwarping_corl23, ldm_cvpr22, maml_icml17_gpu, mixtext_acl20,
 mmseg_github24, neuralstyle_cvpr16, pixelreasoner_neurips25 and simclr_icml20 (tests/fakes.py
-builds them for real on this host), played against the real machine side (the shape of
-tests/test_verifier_fakes.py). This host has no GPU, so every fake also fails the GPU checks:
+builds them for real on this host), played against the real machine side by
+tests/test_verifier_fakes.py's one test. This host has no GPU, so every fake also fails the GPU checks:
 the test asserts that a check which is NOT GPU evidence, and whose `defeats` names the fake,
 fails. No bank can be made here (no GPU): these verifiers stop the fakes with the vouched
 interpreter, the pinned sources and what only the real artifact collects.
@@ -23,13 +23,7 @@ repository files these workdirs hold are empty stand-ins (a pinned check may fai
 import os
 from pathlib import Path
 
-import pytest
-
-from deploybench.catalog import checks as checks_mod
-from deploybench.verify import verification
 from tests.fakes import script, stub_elf, tree
-from tests.test_verifier_fakes import defeats_of
-from tests.verifier_states import run_experiment
 
 REAL_PYTHON = Path(os.path.realpath("/usr/bin/python3"))  # Debian 12 here, as on the machines
 ENTRY = """import subprocess
@@ -627,14 +621,16 @@ BUILDERS = {
     "neuralstyle_cvpr16": neuralstyle,
     "pixelreasoner_neurips25": pixelreasoner,
 }
-CASES = {(task, fake): build(fake) for task, build in BUILDERS.items() for fake in FOUR}
+BUILDS = {(task, fake): build(fake) for task, build in BUILDERS.items() for fake in FOUR}
 for fake in FOUR:
     venv = fake in ("echo", "constant")
-    CASES[("groundingdino_eccv24", fake)] = (gd_venv if venv else gd_stub)(fake)
-    CASES[("mmseg_github24", fake)] = (mmseg_venv if venv else mmseg_stub)(fake)
-CASES[("pixelreasoner_neurips25", "replay")] = pixelreasoner_replay
+    BUILDS[("groundingdino_eccv24", fake)] = (gd_venv if venv else gd_stub)(fake)
+    BUILDS[("mmseg_github24", fake)] = (mmseg_venv if venv else mmseg_stub)(fake)
+BUILDS[("pixelreasoner_neurips25", "replay")] = pixelreasoner_replay
 # Its pipeline is a shell script: plain shell in its place writes what the Ray job would.
-CASES[("pixelreasoner_neurips25", "plain_shell")] = pixelreasoner("plain_shell")
+BUILDS[("pixelreasoner_neurips25", "plain_shell")] = pixelreasoner("plain_shell")
+# No bank variant: no GPU here to make one.
+CASES = {case: (build, None) for case, build in BUILDS.items()}
 
 
 # The check each echo/constant fake is built to meet (the stub interpreters meet python_vouched).
@@ -662,21 +658,6 @@ def aimed_at(task_id, fake):
     return AIMED_AT[task_id]
 
 
-def non_gpu_stoppers(task_id, failed_names, fake):
-    """The failed checks that are not GPU evidence and say they defeat FAKE."""
-    gpu = {c["name"] for c in verification.load_checks(task_id) if checks_mod.is_gpu_evidence(c)}
-    named = defeats_of(task_id)
-    return {n for n in failed_names if n not in gpu and fake in named.get(n, set())}
-
-
-@pytest.mark.parametrize(("task_id", "fake"), sorted(CASES))
-def test_a_fake_fails_on_a_non_gpu_check_that_says_it_defeats_it(task_id, fake, tmp_path):
-    assert fake in checks_mod.FAKES
-    workdir = CASES[(task_id, fake)](tmp_path)
-    verdict = run_experiment(task_id, workdir, tmp_path / "logs", seconds=120)
-    failed = {c["name"] for c in verdict["layer2"]["checks"] if not c["passed"]}
-    assert verdict["passed"] is False
-    stoppers = non_gpu_stoppers(task_id, failed, fake)
-    # Not only some check: the one this fake was built to meet stops it (the workdir's other
-    # repository files are empty stand-ins here, so a pinned check may fail besides).
-    assert aimed_at(task_id, fake) in stoppers, (fake, sorted(failed))
+# Not only some check: the one each fake was built to meet stops it (the workdir's other
+# repository files are empty stand-ins, so a pinned check may fail besides).
+AIMED = {case: aimed_at(*case) for case in CASES}
