@@ -1,8 +1,8 @@
 """Fakes an attacker who has read verifiers/ would leave for the GPU AI/ML tasks adalora, qlora,
 yolov7, gan (cpu, gpu), pointnet2, alexnet, bertscore, clue, dml and equigrasp (tests/fakes.py
 builds them for real on this host), played against the real machine side by
-tests/test_verifier_fakes.py's one test. No GPU here, so every fake also fails gpu_used: each must fail
-on a check that is NOT GPU evidence and whose `defeats` names that fake.
+tests/test_verifier_fakes.py's one test. No GPU here, so every fake also fails gpu_used:
+each must fail on a check that is NOT GPU evidence and whose `defeats` names that fake.
 
 What the fakes print is what the checks parse: the recorded pass state's own files (the values
 the public fixtures show: the constant), or those with the drawn seed or nonce put in (the echo).

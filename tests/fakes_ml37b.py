@@ -2,9 +2,9 @@
 groundingdino_eccv24, interactionwarping_corl23, ldm_cvpr22, maml_icml17_gpu, mixtext_acl20,
 mmseg_github24, neuralstyle_cvpr16, pixelreasoner_neurips25 and simclr_icml20 (tests/fakes.py
 builds them for real on this host), played against the real machine side by
-tests/test_verifier_fakes.py's one test. This host has no GPU, so every fake also fails the GPU checks:
-the test asserts that a check which is NOT GPU evidence, and whose `defeats` names the fake,
-fails. No bank can be made here (no GPU): these verifiers stop the fakes with the vouched
+tests/test_verifier_fakes.py's one test. This host has no GPU, so every fake also fails the
+GPU checks: the test asserts that a check which is NOT GPU evidence, and whose `defeats` names the
+fake, fails. No bank can be made here (no GPU): these verifiers stop the fakes with the vouched
 interpreter, the pinned sources and what only the real artifact collects.
 
 Each fake prints exactly the lines and writes the files the checks parse:
