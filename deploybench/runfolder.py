@@ -46,6 +46,8 @@ TIMING = "timing.json"  # the attempt's wall time on the controller
 HARNESS_ERROR = "harness_error.txt"  # the traceback of a harness bug
 DIAGNOSIS = "diagnosis.json"  # `deploybench diagnose`
 DIAGNOSIS_PROMPT = "diagnosis_prompt.md"
+# `deploybench diagnose --agentic`: the diagnostic agent's report, log, model calls, playbook.
+DIAGNOSIS_AGENT_DIR = "diagnosis_agent"
 # What the playbook brings to and from the machine, through deploybench.attempt.sidedoor.
 STAGING = "staging.json"  # what was staged: commit, missing files, the paper's fate
 STAGED_TARBALL = "staged.tar.gz"  # a demo task's artifact as a tree (catalog trees are cached)
@@ -116,6 +118,7 @@ ATTEMPT_FILES = (
     VARIANTS_DIR,
     MODEL_CALLS,
     GATEWAY,
+    DIAGNOSIS_AGENT_DIR,
 )
 
 

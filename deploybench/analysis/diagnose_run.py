@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from deploybench import runfolder
-from deploybench.analysis import diagnose, render
+from deploybench.analysis import diagnose, diagnose_agentic, render
+from deploybench.analysis.diagnose_agentic import Agentic
 from deploybench.analysis.load import read_results, read_trajectory
 from deploybench.catalog import Task, load_tasks
 from deploybench.errors import DeployBenchError
@@ -30,13 +31,14 @@ def diagnose_run(
     model: str | None = None,
     base_url: str | None = None,
     out: Path | None = None,
+    agentic: Agentic | None = None,
 ) -> DiagnoseResult:
     if bool(model) != bool(base_url):
         raise DeployBenchError("--model and --llm-base-url go together (or neither, for rules)")
     run_dir = Path(run_dir)
     catalog_dir = Path(catalog_dir) if catalog_dir else TASKS_DIR
     catalog = load_tasks(catalog_dir) if catalog_dir.is_dir() else {}
-    rows, count = [], 0
+    rows, count, agentic_count = [], 0, 0
     for result in read_results(run_dir):
         if result["status"] != "completed":
             continue
@@ -45,7 +47,11 @@ def diagnose_run(
         if not passed:
             folder = runfolder.attempt_of(run_dir, result)
             verdict = runfolder.read_verdict(folder) if runfolder.has_verdict(folder) else None
-            if model:
+            found = None
+            if agentic is not None:
+                found = diagnose_agentic.diagnose_attempt(agentic, run_dir, result, catalog_dir)
+                agentic_count += found is not None
+            if found is None and model:
                 trajectory = runfolder.trajectory_path(folder)
                 events = read_trajectory(trajectory) if trajectory.is_file() else []
                 commands = [e for e in events if e["kind"] == "command"]
@@ -59,7 +65,7 @@ def diagnose_run(
                 )
                 found = diagnose.diagnose_with_model(prompt, model, base_url)
                 (folder / runfolder.DIAGNOSIS_PROMPT).write_text(prompt)
-            else:
+            elif found is None:
                 found = diagnose.diagnose_by_rules(result, verdict, folder)
             record = {
                 "task_id": result["task_id"],
@@ -84,4 +90,10 @@ def diagnose_run(
         + render.markdown(frame.map(render.fmt))
         + "\n"
     )
-    return DiagnoseResult(count, f"model {model}" if model else "rules", md, csv)
+    source = f"model {model}" if model else "rules"
+    if agentic is not None:
+        source = (
+            f"agentic ({agentic.agent.name}) on {agentic_count} kept machine(s), "
+            f"{source} for the {count - agentic_count} without one"
+        )
+    return DiagnoseResult(count, source, md, csv)

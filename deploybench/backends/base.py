@@ -176,6 +176,12 @@ class Backend(ABC):
             return None
         return done.stdout if done.returncode == 0 else None
 
+    def revive(self, folder: Path, loopback_ports: list[int]) -> dict[str, dict]:
+        """A kept machine (backends/kept.py) running again, for the agentic diagnosis: its
+        machines. A cloud machine was never stopped (its stop stage ended only the agent's
+        processes): it is as it was."""
+        return self.machines(folder)
+
     makes_banks = False
     # How a machine reaches a port of the controller's loopback (the run's model gateway): by a
     # reverse forward over the harness's SSH connection, unless the backend bridges it itself.

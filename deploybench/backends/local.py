@@ -243,6 +243,13 @@ class LocalBackend(Backend):
                 }
         return found
 
+    def revive(self, folder: Path, loopback_ports: list[int]) -> dict[str, dict]:
+        """The stages after the agent killed the machine's PID 1 (local/after_agent.py): it
+        boots again over the writable layer the agent and the verifier left."""
+        for name in self._recorded_names(folder):
+            machine.boot_again(state_home(), name, loopback_ports)
+        return self.machines(folder)
+
     def destroy(self, folder: Path) -> None:
         names = self._recorded_names(folder)
         # A `machine up` still running for this deployment would start its machine after we

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from deploybench.backends import BACKENDS, get_backend
+from deploybench.backends import BACKENDS, get_backend, kept
 from deploybench.run import storage
 
 
@@ -23,8 +23,14 @@ def sweep(backend: str, dry_run: bool) -> None:
 
     aws and gcp: every instance tagged (labelled) with this controller's owner
     (DEPLOYBENCH_OWNER, default "deploybench") whose deployment no longer has Terraform state
-    here, then its security group or firewall rule and key pair. Live deployments are kept."""
-    found = get_backend(backend).sweep(dry_run=dry_run)
+    here, then its security group or firewall rule and key pair. Live deployments are kept.
+
+    local: every machine of this host (a sweep cannot tell a leak from a machine in use).
+
+    Every backend: machines kept after a failed verdict (run --keep-failed) whose time to live
+    ran out, or whose diagnosis lost its controller (local: every kept machine)."""
+    found = kept.sweep(backend, dry_run=dry_run, everything=backend == "local")
+    found += get_backend(backend).sweep(dry_run=dry_run)
     verb = "would destroy" if dry_run else "destroyed"
     for item in found:
         click.echo(f"{verb} {item}")

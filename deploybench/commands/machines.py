@@ -8,7 +8,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from deploybench.backends import BACKENDS, MachineRequest, deployments, get_backend, inventory
+from deploybench.backends import (
+    BACKENDS,
+    MachineRequest,
+    deployments,
+    get_backend,
+    inventory,
+    kept,
+)
 from deploybench.local import images
 from deploybench.progress import status_line
 
@@ -47,19 +54,40 @@ def provision(backend: str, count: int, image: str | None, gpu: bool, as_json: b
 
 
 def _print_table(machines: dict) -> None:
-    table = Table("name", "address", "port", "backend", "image", "ssh")
+    table = Table("name", "address", "port", "backend", "image", "kept", "ssh")
     for name, m in machines.items():
         table.add_row(
-            name, m["host"], str(m["port"]), m["backend"], m["image"], inventory.ssh_command(m)
+            name,
+            m["host"],
+            str(m["port"]),
+            m["backend"],
+            m["image"],
+            m.get("kept", "-"),
+            inventory.ssh_command(m),
         )
     Console(width=250).print(table)
+
+
+def _with_kept(found: dict) -> dict:
+    """Each machine kept after its failed verdict says so: until when, for which attempt."""
+    records = {folder.name: record for _, folder, record in kept.listed()}
+    for machine in found.values():
+        record = records.get(machine.get("deployment", ""))
+        if record is not None:
+            why = kept.abandoned(record)
+            machine["kept"] = (
+                f"until {kept.until(record)}"
+                + (f", ENDED BY THE NEXT SWEEP: {why}" if why else "")
+                + f" ({record['attempt']})"
+            )
+    return found
 
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print contract 1 (with the deployment).")
 def machines(as_json: bool) -> None:
     """List live machines: name, address, port and an ssh command for each."""
-    found = deployments.all_machines()
+    found = _with_kept(deployments.all_machines())
     if as_json:
         click.echo(json.dumps(found, indent=2))
     elif not found:

@@ -100,6 +100,8 @@ class RunRequest:
     model: str | None = None
     retry: str | None = None
     infra_retries: int | None = None
+    keep_failed: int = 0
+    keep_hours: float = 4.0
 
     def __post_init__(self) -> None:
         if self.selection is not None:
@@ -262,6 +264,8 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
             bank_dir=banks,
             bank_size=request.bank,
             prices=prices,
+            keep_failed=request.keep_failed,
+            keep_hours=request.keep_hours,
             **({} if request.infra_retries is None else {"infra_retries": request.infra_retries}),
         )
     )
@@ -451,6 +455,22 @@ CPU_ONLY_HELP = (
     help="The operator's folder of variant banks (default: $DEPLOYBENCH_BANK). Each attempt's "
     "verifier draws a variant of its task's bank there; without one its inputs are drawn at "
     "random and its verdict says bank: none.",
+)
+@click.option(
+    "--keep-failed",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Keep the machines of up to N failed attempts after their verdict is written, for "
+    "`deploybench diagnose RUN --agentic`; `deploybench machines` shows them, `sweep` ends them "
+    "once --keep-hours ran out, `destroy` at any time.",
+)
+@click.option(
+    "--keep-hours",
+    type=click.FloatRange(0, 72, min_open=True),
+    default=4.0,
+    show_default=True,
+    help="How long a kept machine may live.",
 )
 def run(**kwargs) -> None:
     """Run agents on tasks: a fresh machine per attempt, destroyed after; the hidden verifier

@@ -459,6 +459,48 @@ def up(
     _prepare_upper(mdir, name, lower)
     if gpu and not any(Path("/dev").glob("nvidia[0-9]*")):
         raise DeployBenchError("--gpu asked for, but this host has no /dev/nvidia* device")
+    return _boot(state_dir, mdir, name, port, image, gpu, tags, limits, loopback_ports)
+
+
+def boot_again(
+    state_dir: Path, name: str, loopback_ports: list[int] | tuple[int, ...] = ()
+) -> dict:
+    """Boot a machine that was ended (its PID 1 killed after the agent) over the writable layer
+    it left: the machine as the agent and the verifier left it, running again (the agentic
+    diagnosis of a kept machine enters it so). Its keys, port and limits are those it had."""
+    require_root()
+    mdir = machines_dir(state_dir) / name
+    old = read_info(mdir)
+    if old is None or not upper_dir(mdir).is_dir():
+        raise DeployBenchError(f"machine {name} has no layer left to boot again")
+    if is_alive(old):
+        return old
+    kill_machine(old)  # what still served it from the host (its network, its bridge)
+    return _boot(
+        state_dir,
+        mdir,
+        name,
+        old["port"],
+        old["image"],
+        old["gpu"],
+        old.get("tags", {}),
+        old.get("limits", {}),
+        loopback_ports,
+    )
+
+
+def _boot(
+    state_dir: Path,
+    mdir: Path,
+    name: str,
+    port: int,
+    image: str,
+    gpu: bool,
+    tags: dict,
+    limits: dict,
+    loopback_ports: list[int] | tuple[int, ...],
+) -> dict:
+    lower = images.image_path(image)
     if _port_open(port):
         raise InfraError(f"port {port} is already in use on 127.0.0.1")
 

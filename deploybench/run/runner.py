@@ -29,7 +29,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from deploybench import contracts, runfolder
 from deploybench.attempt import ansible, sidedoor, stage_failures
 from deploybench.attempt.agents import AgentSpec
-from deploybench.backends import Backend, MachineRequest, deployments, get_backend, inventory
+from deploybench.backends import (
+    Backend,
+    MachineRequest,
+    deployments,
+    get_backend,
+    inventory,
+    kept,
+)
 from deploybench.errors import DeployBenchError, InfraError
 from deploybench.paths import PLAYBOOKS_DIR
 from deploybench.run import live
@@ -68,6 +75,10 @@ class RunOptions:
     # unless a test or a user turns it off (--no-gateway), then keys go to the machine as before.
     gateway: bool = True
     prices: dict[str, tuple[float, float]] | None = None
+    # --keep-failed N: the machines of up to N failed attempts outlive their verdict, for
+    # `diagnose --agentic`, for keep_hours at most (backends/kept.py).
+    keep_failed: int = 0
+    keep_hours: float = 4.0
 
 
 @dataclass(frozen=True)
@@ -107,6 +118,11 @@ class Runner:
         self.cancelled = threading.Event()
         self.agents = {a.name: a for a in options.agents}
         self.gateway: Gateway | None = None
+        mine = str(options.run_dir.resolve())
+        already = sum(
+            1 for _, _, r in kept.listed() if r.get("attempt", "").startswith(mine + os.sep)
+        )
+        self.keep_slots = kept.Slots(options.keep_failed - already)
 
     def _through_gateway(self, agent: AgentSpec) -> bool:
         """Whether the agent's model calls go through the run's gateway: a command agent with a
@@ -233,11 +249,16 @@ class Runner:
         finally:
             if lease is not None:
                 self._close(lease, folder)
-            try:
-                self.o.backend.destroy(deployment)
-            finally:
+            if self._keeps(folder):
+                # The verdict is written and final: only now may the machine outlive it.
+                kept.mark(deployment, folder, self.o.keep_hours)
                 deployments.keep_evidence(deployment, folder / runfolder.MACHINE_DIR)
-            shutil.rmtree(deployment, ignore_errors=True)
+            else:
+                try:
+                    self.o.backend.destroy(deployment)
+                finally:
+                    deployments.keep_evidence(deployment, folder / runfolder.MACHINE_DIR)
+                shutil.rmtree(deployment, ignore_errors=True)
             watch.stage("done")
         if self.cancelled.is_set():
             raise KeyboardInterrupt
@@ -249,6 +270,14 @@ class Runner:
             raise InfraError(stage_failures.reason(result, events))
         agent.behaviour.write_trajectory(agent, folder, events, attempt.task_id)
         return self._result_line(attempt, agent, folder, started_at)
+
+    def _keeps(self, folder: Path) -> bool:
+        """Whether this attempt's machine is kept: a failed verdict, a slot left, no Ctrl-C."""
+        if not self.o.keep_failed or self.cancelled.is_set():
+            return False
+        if not runfolder.has_verdict(folder) or runfolder.read_verdict(folder).get("passed"):
+            return False
+        return self.keep_slots.take()
 
     def _lease(self, agent: AgentSpec, folder: Path):
         """The attempt's gateway key and the base URL its agent is given."""
@@ -520,6 +549,9 @@ class Runner:
         for backend_name, folder, _ in deployments.listed():
             if deployments.owner(folder).get("run_dir") != mine:
                 continue
+            record = kept.read(folder)
+            if record is not None and kept.abandoned(record) is None:
+                continue  # kept for a diagnosis, until its time runs out
             try:
                 deployments.destroy_folder(get_backend(backend_name), folder)
             except DeployBenchError:
