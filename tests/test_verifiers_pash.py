@@ -64,6 +64,7 @@ FAILS_ON = {
         "compiled_the_hidden_input",
         "parallel_script_ran",
         "pash_installed",
+        "pinned_sources",
         "region_compiled",
     ],
 }

@@ -15,12 +15,39 @@ for c in "$HOME_DIR/racket/bin/raco" /usr/local/racket/bin/raco /opt/racket/bin/
   [ -n "$RACO" ] && break
   [ -x "$c" ] && RACO=$c
 done
+# raco is only a launcher (Debian's is a shell script), so the experiment runs the racket beside
+# it, as raco would (`racket -N raco -l- raco ...`), and vouches that: a raco script or ELF that
+# prints the guide's lines is never run.
+RACKET=
+[ -n "$RACO" ] && [ -x "$(dirname "$RACO")/racket" ] && RACKET="$(dirname "$RACO")/racket"
+[ -n "$RACKET" ] || RACKET=$(PATH=$SYSTEM_PATH command -v racket 2>/dev/null)
+vouch racket "${RACKET:-racket}"
+# A Racket CS runtime (Debian's or racket-lang.org's) exports its boot and Chez Scheme entry
+# points by name; a launcher of a script holds neither. Read where vouch resolved it.
+REAL_RACKET=$(readlink -f "${RACKET:-/nonexistent}" 2>/dev/null)
+{
+  echo "racket: ${RACKET:-none}"
+  for sym in racket_boot Sbuild_heap racket_embedded_load_file; do
+    has_text "$REAL_RACKET" "$sym" && echo "symbol '$sym': yes" || echo "symbol '$sym': no"
+  done
+} >"$LOG_DIR/racket.txt" 2>&1
+raco() {
+  as_owner "${RACKET:-racket}" -N raco -l- raco "$@"
+}
 echo "raco: ${RACO:-none}" >"$LOG_DIR/raco.txt"
-as_owner "${RACO:-raco}" pkg show serval >>"$LOG_DIR/raco.txt" 2>&1
+raco pkg show serval >>"$LOG_DIR/raco.txt" 2>&1
+# What the AE guide's test loads from the repository (serval is the owner's linked package).
+pinned racket/test/rv64/verify-alu32-x.rkt racket/lib/tests.rkt racket/lib/patch.rkt \
+  racket/rv64/spec.rkt racket/rv64/bpf_jit_comp64.rkt racket/lib/linux.rkt \
+  racket/lib/hybrid-memory.rkt racket/lib/bpf-common.rkt racket/lib/riscv-common.rkt \
+  racket/lib/spec/riscv.rkt racket/lib/spec/bpf.rkt
 
 mkdir -p "$SCRATCH/clean" "$SCRATCH/bug"
 cp -r "$WORKDIR/racket" "$SCRATCH/clean/racket" 2>/dev/null
 cp -r "$WORKDIR/racket" "$SCRATCH/bug/racket" 2>/dev/null
+# Racket loads a compiled/*.zo newer than its source instead of the source: the agent's bytecode
+# could be anything, so both copies compile the pinned sources afresh.
+find "$SCRATCH/clean" "$SCRATCH/bug" -type d -name compiled -prune -exec rm -rf {} \; 2>/dev/null
 JIT="$SCRATCH/bug/racket/rv64/bpf_jit_comp64.rkt"
 # The AE guide's bug: in the first (BPF_ALU BPF_SUB BPF_X) case, drop the PATCH form that emits
 # the zero-extension after subw.
@@ -45,8 +72,8 @@ chown -R "$OWNER" "$SCRATCH"
 for run in clean bug; do
   {
     echo "== experiment $run: raco test racket/test/rv64/verify-alu32-x.rkt"
-    cd "$SCRATCH/$run" && rc_of "$run" as_owner timeout 1500 "${RACO:-raco}" test \
-      racket/test/rv64/verify-alu32-x.rkt
+    cd "$SCRATCH/$run" && rc_of "$run" as_owner timeout 1500 "${RACKET:-racket}" -N raco -l- raco \
+      test racket/test/rv64/verify-alu32-x.rkt
     echo "exit code: $(cat "$LOG_DIR/$run.rc")"
   } >"$LOG_DIR/0${run}_test.txt" 2>&1
 done

@@ -20,6 +20,26 @@
   ls "$WORKDIR"/src/lib/libkaldi-base.so 2>/dev/null | sed 's/^/library: /'
 } >"$LOG_DIR/build.txt" 2>&1
 cp "$LOG_DIR/build.txt" "$LOG_DIR/01_build.log"
+# A program's usage text (the first line of its `usage` literal in src/) is compiled into its
+# binary; a launcher of a script holds none. The binaries may be static and large: has_text, not
+# a copy.
+{
+  while read -r b lit; do
+    has_text "$WORKDIR/$b" "$lit" && echo "$b '$lit': yes" || echo "$b '$lit': no"
+  done <<'LITERALS'
+src/featbin/compute-mfcc-feats Create MFCC feature files.
+src/gmmbin/gmm-latgen-faster Generate lattices using GMM-based model.
+src/bin/compile-train-graphs Creates training graphs (without transition-probabilities, by default)
+LITERALS
+} >"$LOG_DIR/binary_strings.txt" 2>&1
+# The recipe and the steps it runs, as at the pinned commit: a run.sh that prints a WER line is
+# not the recipe. (local/score.sh, steps/score_kaldi.sh and utils/run.pl are links: not pinned.)
+pinned egs/yesno/s5/run.sh egs/yesno/s5/path.sh egs/yesno/s5/local/prepare_data.sh \
+  egs/yesno/s5/local/prepare_dict.sh egs/yesno/s5/local/prepare_lm.sh \
+  egs/wsj/s5/steps/make_mfcc.sh egs/wsj/s5/steps/train_mono.sh egs/wsj/s5/steps/decode.sh \
+  egs/wsj/s5/utils/mkgraph.sh egs/wsj/s5/utils/best_wer.sh
+# run.sh and the steps are bash scripts (#!/usr/bin/env bash): the bash the owner's PATH finds.
+vouch bash bash
 
 K="$SCRATCH/kaldi"
 mkdir -p "$K/egs/yesno"

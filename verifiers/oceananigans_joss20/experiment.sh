@@ -13,6 +13,16 @@ for c in "$WORKDIR/julia/bin/julia" "$HOME_DIR/.juliaup/bin/julia"; do
   [ -x "$c" ] && JULIA=$c
 done
 echo "julia: ${JULIA:-none}" >"$LOG_DIR/julia.txt"
+# Julia is no Debian package: julialang.org's julia is an unpackaged ELF linked against its
+# libjulia (the name is in its dynamic section); a script, or a tiny ELF launching one, is not.
+vouch julia "${JULIA:-julia}"
+REAL_JULIA=$(readlink -f "${JULIA:-/nonexistent}" 2>/dev/null)
+has_text "$REAL_JULIA" libjulia.so && echo "links libjulia: yes" >>"$LOG_DIR/julia.txt" \
+  || echo "links libjulia: no" >>"$LOG_DIR/julia.txt"
+# The package's entry and what the model below runs, as at the pinned commit.
+pinned Project.toml src/Oceananigans.jl src/Simulations/simulation.jl src/Simulations/run.jl \
+  src/Models/NonhydrostaticModels/nonhydrostatic_model.jl src/Grids/rectilinear_grid.jl \
+  src/Advection/weno_reconstruction.jl
 N=$(awk 'BEGIN { srand(); print 24 + int(rand() * 33) }')
 echo "u_size: $N x $N x 1" >"$LOG_DIR/expected_size.txt"
 cat >"$SCRATCH/model.jl" <<'JL'

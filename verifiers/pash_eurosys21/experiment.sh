@@ -24,6 +24,14 @@ mkdir -p "$RUN/input"
   done
 } >"$LOG_DIR/install.txt" 2>&1
 cat "$LOG_DIR/install.txt" >"$LOG_DIR/01_install.log"
+# pa.sh, the compiler it hands the script to and the runtime scripts the compiled dataflow runs,
+# as at the pinned commit: a pa.sh that runs the script with bash is not PaSh.
+pinned pa.sh compiler/pash.py compiler/pash_runtime.py compiler/pash_runtime.sh \
+  runtime/auto-split.sh runtime/eager.sh
+# pa.sh is `#!/usr/bin/env bash` and runs `python3 compiler/pash.py`: both as the owner's PATH
+# finds them.
+vouch bash bash
+vouch python3 python3
 
 # The hidden inputs: 400 dictionary words and 60 misspellings (10-14 letters, never in the
 # dictionary), each misspelling used 1 to 3 times among about 40,000 dictionary words.
