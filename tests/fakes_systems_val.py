@@ -67,7 +67,7 @@ def silt_stub_binary(tmp_path):
 
 def silt_echo(tmp_path):
     # The seed is all it sees: the cases rotated by it.
-    order = '$(echo ' + SILT_CASES + ' | tr " " "\\n" | awk -v s=$s "{a[NR]=\\$0} END '
+    order = "$(echo " + SILT_CASES + ' | tr " " "\\n" | awk -v s=$s "{a[NR]=\\$0} END '
     order += '{for (i = 0; i < NR; i++) print a[(i + s) % NR + 1]}")'
     return _silt(tmp_path, order)
 
