@@ -5,6 +5,7 @@ check whose `defeats` names that fake. The bank variants here are the tests' own
 """
 
 from tests.fakes import script, stub_elf
+from tests.verifier_states import STATES
 
 # --- silt_sosp11 -------------------------------------------------------------------------------
 
@@ -87,4 +88,82 @@ CASES = {  # played by tests/test_verifier_fakes.py's one test
     ("silt_sosp11", "echo"): (silt_echo, SILT_VARIANT),
     ("silt_sosp11", "constant"): (silt_constant, SILT_VARIANT),
     ("silt_sosp11", "plain_shell"): (silt_plain_shell, SILT_VARIANT),
+}
+
+
+# --- pashjit_osdi22 ----------------------------------------------------------------------------
+
+# What every pa.sh fake does with `pa.sh -c CMD` and with a script: bash runs it (its output is
+# right, the misspellings are what the pipeline prints).
+_PA_RUN = """
+if [ "$1" = -c ]; then exec bash -c "$2"; fi
+while [ "$#" -gt 1 ]; do shift; done
+"""
+
+# The -d 1 lines the checks parse, for the input named in $in.
+_PA_LOG = r"""
+t=/tmp/pash_fake/tmp1
+{
+echo "4242: (2) Compiler exited with code: 0"
+echo "4242: (4) Will execute script in $t:"
+echo "{ cat \"$in\" >\"$t#fifo1\" & }"
+echo "{ $PASH_TOP/runtime/auto-split.sh \"$t#fifo1\" \"$t#fifo2\" \"$t#fifo3\" & }"
+echo "{ $PASH_TOP/runtime/eager.sh \"$t#fifo4\" \"$t#fifo5\" \"$t/eager1\" & }"
+echo "{ sort -m \"$t#fifo6\" \"$t#fifo7\" >\"$t#fifo8\" & }"
+} >&2
+"""
+
+
+def _pashjit(tmp_path, pa_body, runtime=True):
+    """A checkout whose pa.sh (a bash script, as the tag's is) is the attacker's; with RUNTIME,
+    tiny ELFs where libdash and the runtime's programs are built (eager copies, split cuts)."""
+    workdir = tmp_path / "wd"
+    script(workdir / "pa.sh", _PA_RUN + pa_body, shebang="#!/usr/bin/env bash")
+    if runtime:
+        stub_elf(workdir / "compiler/parser/libdash/src/.libs/libdash.so", "exit 0")
+        stub_elf(workdir / "runtime/eager", 'cat "$1" > "$2"')
+        stub_elf(workdir / "runtime/split", 'shift 2; for o in "$@"; do : > "$o"; done')
+        for name in ("r_split", "r_merge"):
+            stub_elf(workdir / "runtime" / name, "exit 0")
+    return workdir
+
+
+def pashjit_stub_binary(tmp_path):
+    # The runtime's programs are launchers; pa.sh prints the daemon's lines for the real input.
+    return _pashjit(
+        tmp_path, 'in=$(sed -n "s/^FILE=\\"\\(.*\\)\\"$/\\1/p" "$1")\n' + _PA_LOG + 'exec bash "$1"'
+    )
+
+
+def pashjit_echo(tmp_path):
+    # The nonce-named input is all it sees of the draw: read from the script, echoed into the log.
+    return _pashjit(
+        tmp_path, 'in=$(grep -o "input/text_[0-9a-f]*\\.txt" "$1")\n' + _PA_LOG + 'exec bash "$1"'
+    )
+
+
+def pashjit_constant(tmp_path):
+    # The recorded pass state's -d 1 log and misspellings, published in the fixtures.
+    workdir = _pashjit(tmp_path, "")
+    state = STATES / "pashjit_osdi22" / "pass"
+    for name in ("pash_stderr.txt", "pash_spell.txt"):
+        (workdir / f".{name}").write_text((state / name).read_text())
+    script(
+        workdir / "pa.sh",
+        _PA_RUN + f"cat {workdir}/.pash_stderr.txt >&2\ncat {workdir}/.pash_spell.txt",
+        shebang="#!/usr/bin/env bash",
+    )
+    return workdir
+
+
+def pashjit_plain_shell(tmp_path):
+    # pa.sh runs the script with plain bash, nothing built (the AE guide's cmp passes).
+    return _pashjit(tmp_path, 'exec bash "$1"', runtime=False)
+
+
+CASES |= {
+    ("pashjit_osdi22", "stub_binary"): (pashjit_stub_binary, None),
+    ("pashjit_osdi22", "echo"): (pashjit_echo, None),
+    ("pashjit_osdi22", "constant"): (pashjit_constant, None),
+    ("pashjit_osdi22", "plain_shell"): (pashjit_plain_shell, None),
 }
