@@ -167,3 +167,33 @@ CASES |= {
     ("pashjit_osdi22", "constant"): (pashjit_constant, None),
     ("pashjit_osdi22", "plain_shell"): (pashjit_plain_shell, None),
 }
+
+
+# --- ward_osdi20 -------------------------------------------------------------------------------
+
+
+def _ward(tmp_path, make):
+    """Ward's build outputs as a kernel-less agent would leave them: output/ward.elf made by
+    MAKE and 30 empty objects where the kernel's build puts its own."""
+    workdir = tmp_path / "wd"
+    make(workdir / "output/ward.elf", "echo 'Ward UART'")
+    (workdir / "output/kernel").mkdir()
+    for i in range(30):
+        (workdir / f"output/kernel/k{i}.o").write_text("")
+    return workdir
+
+
+def ward_stub_binary(tmp_path):
+    # A tiny ELF where the kernel belongs: its magic and the object count are right.
+    return _ward(tmp_path, stub_elf)
+
+
+def ward_plain_shell(tmp_path):
+    # The kernel is a shell script.
+    return _ward(tmp_path, script)
+
+
+CASES |= {
+    ("ward_osdi20", "stub_binary"): (ward_stub_binary, None),
+    ("ward_osdi20", "plain_shell"): (ward_plain_shell, None),
+}
