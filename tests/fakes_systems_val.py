@@ -197,3 +197,53 @@ CASES |= {
     ("ward_osdi20", "stub_binary"): (ward_stub_binary, None),
     ("ward_osdi20", "plain_shell"): (ward_plain_shell, None),
 }
+
+
+# --- eet_osdi24 --------------------------------------------------------------------------------
+
+# What the checks parse of a run that stopped at a "bug": the Test Info block, a seeded round, a
+# database generated through the CLI, the CLI's files in the run folder, abort's exit code.
+_EET_BODY = """
+{
+echo "-------------Test Info------------"
+echo "Test DBMS: sqlite"
+echo "Test database: test1.db"
+echo "round 0 ... "
+echo "random seed: 1234567 ... "
+echo "have generated db ... "
+} >&2
+: > sqlite3_output; : > sqlite3_test.sql; : > unexpected.sql
+exit 134
+"""
+
+
+def _eet(tmp_path, body, make=stub_elf):
+    workdir = tmp_path / "wd"
+    make(workdir / "eet", body)
+    return workdir
+
+
+def eet_stub_binary(tmp_path):
+    # A tiny ELF where make leaves eet: a short run that stops at a recorded bug.
+    return _eet(tmp_path, _EET_BODY)
+
+
+def eet_constant(tmp_path):
+    # The recorded pass state's log, published in the fixtures, and its bug's exit code.
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    log = workdir / ".eet.log"
+    log.write_text((STATES / "eet_osdi24" / "pass" / "eet.log").read_text())
+    return _eet(tmp_path, f"cat {log} >&2\n: > sqlite3_output; : > sqlite3_test.sql\nexit 134")
+
+
+def eet_plain_shell(tmp_path):
+    # eet is the shell script itself.
+    return _eet(tmp_path, _EET_BODY, make=script)
+
+
+CASES |= {
+    ("eet_osdi24", "stub_binary"): (eet_stub_binary, None),
+    ("eet_osdi24", "constant"): (eet_constant, None),
+    ("eet_osdi24", "plain_shell"): (eet_plain_shell, None),
+}
