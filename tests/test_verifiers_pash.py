@@ -35,13 +35,16 @@ FAILS_ON = {
         "pash_installed",
         "pash_output_correct",
         "region_compiled",
+        "runtime_holds_source_strings",
     ],
     # A pa.sh that runs everything with plain bash: the outputs are right, the log is not.
     ("pashjit_osdi22", "shallow"): [
         "compiled_the_hidden_input",
         "parallel_script_ran",
         "pash_installed",
+        "pinned_sources",
         "region_compiled",
+        "runtime_holds_source_strings",
     ],
     # The real build without the bash 5.2 patch: the daemon crashes reading the variables file.
     ("pashjit_osdi22", "fallback"): [
@@ -141,7 +144,12 @@ def test_pashjit_replaying_pa_sh_fails_on_this_host(tmp_path):
     pa.chmod(0o755)
     verdict = run_experiment("pashjit_osdi22", wd, tmp_path / "logs")
     assert verdict["passed"] is False
-    assert failed(verdict["layer2"]["checks"]) == ["compiled_the_hidden_input", "pash_installed"]
+    assert failed(verdict["layer2"]["checks"]) == [
+        "compiled_the_hidden_input",
+        "pash_installed",
+        "pinned_sources",
+        "runtime_holds_source_strings",
+    ]
 
 
 def _patched_requote():

@@ -3,6 +3,8 @@ recorded final states (tests/fixtures/verifier_states/<id>/{pass,untouched,shall
 README saying how it was made). What every verifier and reference role must have is tested in
 test_verifiers_all.py."""
 
+import shutil
+
 import pytest
 
 from deploybench.catalog import checks
@@ -56,3 +58,26 @@ def test_the_pass_state_fails_when_a_number_is_out_of_range(task_id, tmp_path):
             (tmp_path / path.name).write_text("".join("0" if ch.isdigit() else ch for ch in text))
     results = checks.judge_all(verification.load_checks(task_id), tmp_path)
     assert not all(r["passed"] for r in results)
+
+
+def test_ward_a_replayed_serial_log_or_a_qemu_of_the_agents_fails(tmp_path):
+    # A log of another verification has another drawn marker; a qemu-system-x86_64 that is a
+    # script (printing a recorded serial log) shows in what vouch says of it. Neither can be
+    # played on this host (no QEMU; a fake one would go in the system's PATH), so the pass
+    # state is edited.
+    replay = tmp_path / "replay"
+    shutil.copytree(STATES / "ward_osdi20" / "pass", replay)
+    (replay / "marker.txt").write_text("marker: ward-verifier-42517\n")
+    results = checks.judge_all(verification.load_checks("ward_osdi20"), replay)
+    assert [r["name"] for r in results if not r["passed"]] == ["ran_verifier_command_line"]
+    fake_qemu = tmp_path / "fake_qemu"
+    shutil.copytree(STATES / "ward_osdi20" / "pass", fake_qemu)
+    runtime = fake_qemu / "runtime.txt"
+    runtime.write_text(
+        runtime.read_text().replace(
+            "-> /usr/bin/qemu-system-x86_64 dpkg qemu-system-x86",
+            "-> /usr/local/bin/qemu-system-x86_64 script #!/bin/sh",
+        )
+    )
+    results = checks.judge_all(verification.load_checks("ward_osdi20"), fake_qemu)
+    assert sorted(r["name"] for r in results if not r["passed"]) == ["qemu_vouched"]

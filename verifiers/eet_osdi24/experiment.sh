@@ -6,7 +6,9 @@
 # judges them on the controller. Each round of eet seeds itself from std::random_device, so the
 # run differs every time: it either tests until the experiment stops it or stops at the first
 # "bug" it finds (abort, exit 134) with the queries saved. When there is no binary, a diagnostic
-# build in a scratch copy shows in the logs why (Layer 1 classifies its errors).
+# build in a scratch copy shows in the logs why (Layer 1 classifies its errors). No input of the
+# run is the verifier's to draw, so no bank: the binary is searched for its sources' strings (a
+# launcher of a script holds none), the sources are pinned and the sqlite3 CLI is vouched.
 # RUNBOOK.MD is never read.
 BIN="$WORKDIR/eet"
 RUN="$SCRATCH/sqlite_test/test1"
@@ -17,8 +19,26 @@ RUN="$SCRATCH/sqlite_test/test1"
   [ -x "$BIN" ] && echo "executable: yes" || echo "executable: no"
   echo "magic: $(head -c4 "$BIN" 2>/dev/null | od -An -tx1 | tr -d ' \n')"
   echo "size: $(stat -c %s "$BIN" 2>/dev/null)"
+  # String literals of qcn.cc, general_process.cc, grammar.cc, qcn_tester.cc and sqlite.cc (its
+  # command's tail, which the reference's change of the CLI's path leaves as it is).
+  for lit in "-------------Test Info------------" \
+    "have generated db ... " \
+    "generate_database: cannot remove file (" \
+    "select_all and pointed_type cannot be used at the same time" \
+    "so sleep 1 min (wait for recovering the server)" \
+    "< sqlite3_test.sql > sqlite3_output 2> sqlite3_error"; do
+    has_text "$BIN" "$lit" && echo "string '$lit': yes" || echo "string '$lit': no"
+  done
 } >"$LOG_DIR/binary.txt" 2>&1
 cat "$LOG_DIR/binary.txt" >"$LOG_DIR/01_binary.log"
+# The driver, the generator and the testers. Not sqlite.cc: the deployment must change the path
+# of the sqlite3 CLI in it (the artifact's is its Docker image's), each in its own way.
+pinned qcn.cc general_process.cc grammar.cc qcn_tester/qcn_tester.cc \
+  qcn_tester/qcn_select_tester.cc qcn_tester/qcn_update_tester.cc qcn_tester/qcn_delete_tester.cc \
+  qcn_tester/qcn_insert_select_tester.cc qcn_tester/qcn_cte_tester.cc
+# eet runs `timeout N sqlite3 ...` through /bin/sh with the PATH as_owner gives: an sqlite3 of
+# the agent's earlier in it shows here.
+vouch sqlite3 sqlite3
 
 if ! grep -q '^magic: 7f454c46$' "$LOG_DIR/binary.txt" || ! grep -q '^executable: yes$' "$LOG_DIR/binary.txt"; then
   # Diagnosis only (binary_built fails anyway): what the README's build says in this

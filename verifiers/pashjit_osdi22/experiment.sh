@@ -6,7 +6,10 @@
 # nonce. The pipeline is demo-spell.sh's, run once with bash and once with `pa.sh -w 2 -d 1`;
 # the expected output (the misspelled words, sorted) is computed by the trusted busybox. The
 # `-d 1` log shows whether the daemon compiled the region into a parallel dataflow script that
-# reads the nonce-named input, or the region fell back to plain bash. RUNBOOK.MD is never read.
+# reads the nonce-named input, or the region fell back to plain bash. That log is PaSh's own
+# text, so a pa.sh of the agent's could print it: the scripts and Python the run executes are
+# pinned, the interpreters that run them vouched, and the runtime's C programs searched for their
+# sources' strings. RUNBOOK.MD is never read.
 PASH="$WORKDIR/pa.sh"
 NONCE=$(od -An -tx1 -N6 /dev/urandom | tr -d ' \n')
 SEED=$(od -An -tu2 -N2 /dev/urandom | tr -d ' ')
@@ -22,8 +25,25 @@ mkdir -p "$RUN/input"
   for b in eager split r_split r_merge; do
     echo "runtime $b magic: $(head -c4 "$WORKDIR/runtime/$b" 2>/dev/null | od -An -tx1 | tr -d ' \n')"
   done
+  # The parallel script runs runtime/eager (eager.c, eager_lib.c) and runtime/split (split.c).
+  for lit in "Error: Reading was not done when writing was" "could not open output file: %s"; do
+    has_text "$WORKDIR/runtime/eager" "$lit" && echo "eager string '$lit': yes" ||
+      echo "eager string '$lit': no"
+  done
+  has_text "$WORKDIR/runtime/split" "missing input!" && echo "split string 'missing input!': yes" ||
+    echo "split string 'missing input!': no"
 } >"$LOG_DIR/install.txt" 2>&1
 cat "$LOG_DIR/install.txt" >"$LOG_DIR/01_install.log"
+# What the run executes: pa.sh, the preprocessor, the daemon and its compiler, the runtime's
+# wrappers and C sources. Not compiler/config.py: the reference patches it where bash is 5.2.
+pinned pa.sh compiler/pash_init_setup.sh compiler/pash.py compiler/pash_runtime_daemon.py \
+  compiler/pash_runtime.sh compiler/ast_to_ir.py runtime/auto-split.sh runtime/eager.sh \
+  runtime/eager.c runtime/eager_lib.c runtime/split.c
+# pa.sh runs `python3 -S` and its scripts run under `#!/usr/bin/env bash`, both from the PATH
+# as_owner gives; sort merges the halves. A stub earlier in that PATH shows here.
+vouch python3 python3
+vouch bash bash
+vouch sort sort
 
 # The hidden inputs: 400 dictionary words and 60 misspellings (10-14 letters, never in the
 # dictionary), each misspelling used 1 to 3 times among about 40,000 dictionary words.
