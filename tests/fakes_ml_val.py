@@ -1,0 +1,103 @@
+"""Fakes an attacker who has read verifiers/ would leave for maml_icml17_cpu, seurat_cell21 and
+kvservice_demo24 (tests/fakes.py builds them for real on this host), played against the real
+machine side by tests/test_verifier_fakes.py's one test: each must fail on a check whose
+`defeats` names it, and on the one it was built to meet (AIMED).
+
+maml_icml17_cpu, each printing the lines and writing the checkpoints and CSV the checks parse:
+- stub_interpreter / stub_binary: env/bin/python is a script, or a tiny ELF launching it;
+- echo: a real venv of Debian's python (vouched, as the reference's is) runs a main.py
+  rewritten to hand its flags to a shell script that prints them back;
+- constant: a real venv of Debian's python, main.py untouched, and a .pth in site-packages
+  whose import line runs the script instead of main.py (the losses of the recorded run)."""
+
+import os
+
+from tests.fakes import script, stub_elf, tree
+
+# --- maml_icml17_cpu ---------------------------------------------------------------------------
+
+MAML_PROBE = "3.11.2 numpy 1.26.4 tensorflow 2.15.1"
+MAML_EXP = "cls_5.mbs_25.ubs_10.numstep1.updatelr0.001nonorm"
+
+
+def _maml_body(loss):
+    """main.py's output for the flags it is given: the iteration lines, the two checkpoints and,
+    with --train=False, the test CSV; LOSS is a shell expression of $iters."""
+    return f"""
+case "$1" in -c) echo "{MAML_PROBE}"; exit 0;; esac
+shift
+logdir=/tmp/; iters=1000; train=True
+for a in "$@"; do case "$a" in
+  --logdir=*) logdir=${{a#*=}};; --metatrain_iterations=*) iters=${{a#*=}};;
+  --train=*) train=${{a#*=}};;
+esac; done
+d="$logdir/{MAML_EXP}"; mkdir -p "$d"; l={loss}
+if [ "$train" = False ]; then
+  {{ echo "update0,update1,update2,update3,update4,update5,update6,update7,update8,update9,update10"
+     printf '3.1,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\\r\\n' $l $l $l $l $l $l $l $l $l $l
+  }} > "$d/test_ubs10_stepsize0.001.csv"
+  exit 0
+fi
+echo "Done initializing, starting training."
+echo "Iteration 1000: 3.0, $l"
+: > "$d/model$((iters - 1)).index"; : > "$d/model$((iters - 1)).data-00000-of-00001"
+"""
+
+
+MAML_FILES = {"main.py": "", "data_generator.py": "", "maml.py": "", "utils.py": ""}
+MAML_ENTRY = """import subprocess
+import sys
+
+sys.exit(subprocess.call(["/bin/sh", {sh!r}] + sys.argv))
+"""
+# Run by site.py at start-up, before main.py: the body prints main.py's lines and the process
+# ends there (os._exit: site.py would report a SystemExit from a .pth line as an error).
+MAML_PTH = (
+    "import os, subprocess, sys; sys.argv[0].endswith('main.py') and "
+    "os._exit(subprocess.call(['/bin/sh', {sh!r}] + sys.argv))\n"
+)
+
+
+def maml(fake):
+    # echo: the post-update loss is the --metatrain_iterations it is given, over a thousand;
+    # otherwise the recorded run's figures (2.92 after ten test steps).
+    loss = "0.$iters" if fake == "echo" else "2.92"
+    body = _maml_body(loss)
+
+    def build(tmp_path):
+        workdir = tree(tmp_path / "wd", MAML_FILES)
+        py = workdir / "env/bin/python"
+        if fake == "stub_interpreter":
+            script(py, body)
+        elif fake == "stub_binary":
+            stub_elf(py, body)
+        else:
+            import subprocess
+
+            sh = script(tmp_path / "fake_body.sh", body)
+            env = workdir / "env"
+            subprocess.run(
+                ["/usr/bin/python3", "-m", "venv", "--without-pip", str(env)], check=True
+            )
+            if fake == "echo":
+                (workdir / "main.py").write_text(MAML_ENTRY.format(sh=str(sh)))
+            else:
+                (site,) = env.glob("lib/python3*/site-packages")
+                (site / "zz_maml.pth").write_text(MAML_PTH.format(sh=str(sh)))
+        # The experiment runs as the workdir's owner: the body must be readable to it.
+        os.chmod(tmp_path, 0o755)
+        return workdir
+
+    return build
+
+
+MAML_FAKES = ("stub_interpreter", "stub_binary", "echo", "constant")
+MAML_AIMED = {
+    "stub_interpreter": "python_vouched",
+    "stub_binary": "python_vouched",
+    "echo": "pinned_main_py",
+    "constant": "python_hooks_vouched",
+}
+
+CASES = {("maml_icml17_cpu", fake): (maml(fake), None) for fake in MAML_FAKES}
+AIMED = {("maml_icml17_cpu", fake): check for fake, check in MAML_AIMED.items()}
