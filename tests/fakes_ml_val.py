@@ -8,9 +8,16 @@ maml_icml17_cpu, each printing the lines and writing the checkpoints and CSV the
 - echo: a real venv of Debian's python (vouched, as the reference's is) runs a main.py
   rewritten to hand its flags to a shell script that prints them back;
 - constant: a real venv of Debian's python, main.py untouched, and a .pth in site-packages
-  whose import line runs the script instead of main.py (the losses of the recorded run)."""
+  whose import line runs the script instead of main.py (the losses of the recorded run).
+
+seurat_cell21, a library under the workdir that R CMD INSTALL seems to have made (DESCRIPTION
+without a Repository field, Meta/package.rds, an ELF Seurat.so) with R code of the attacker's
+that returns canned clusters: its Seurat.so is a tiny ELF launcher (stub_binary) or a copy of a
+system library (constant). The machine's R is this host's and cannot be swapped by a test, so
+the R stubs the rscript_vouched and r_vouched checks stop are not played here."""
 
 import os
+from pathlib import Path
 
 from tests.fakes import script, stub_elf, tree
 
@@ -99,5 +106,40 @@ MAML_AIMED = {
     "constant": "python_hooks_vouched",
 }
 
+# --- seurat_cell21 -----------------------------------------------------------------------------
+
+SEURAT_DESCRIPTION = """Package: Seurat
+Version: 4.3.0
+Title: Tools for Single Cell Genomics
+Built: R 4.2.2; x86_64-pc-linux-gnu; 2026-12-05 10:00:00 UTC; unix
+"""
+# R code that answers the verifier's calls with a canned object (what the workflow prints).
+SEURAT_R = "RunUMAP <- function(object, ...) object\n"
+
+
+def seurat(fake):
+    def build(tmp_path):
+        workdir = tree(
+            tmp_path / "wd",
+            {
+                "Rlib/Seurat/DESCRIPTION": SEURAT_DESCRIPTION,
+                "Rlib/Seurat/Meta/package.rds": "\x1f\x8b fake\n",
+                "Rlib/Seurat/R/Seurat": SEURAT_R,
+            },
+        )
+        so = workdir / "Rlib/Seurat/libs/Seurat.so"
+        if fake == "stub_binary":
+            stub_elf(so, "exit 0")
+        else:
+            so.parent.mkdir(parents=True)
+            so.write_bytes(Path(os.path.realpath("/bin/true")).read_bytes())
+        return workdir
+
+    return build
+
+
 CASES = {("maml_icml17_cpu", fake): (maml(fake), None) for fake in MAML_FAKES}
 AIMED = {("maml_icml17_cpu", fake): check for fake, check in MAML_AIMED.items()}
+for fake in ("stub_binary", "constant"):
+    CASES[("seurat_cell21", fake)] = (seurat(fake), None)
+    AIMED[("seurat_cell21", fake)] = "seurat_so_built_from_the_checkout"
