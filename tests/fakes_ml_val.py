@@ -14,7 +14,11 @@ seurat_cell21, a library under the workdir that R CMD INSTALL seems to have made
 without a Repository field, Meta/package.rds, an ELF Seurat.so) with R code of the attacker's
 that returns canned clusters: its Seurat.so is a tiny ELF launcher (stub_binary) or a copy of a
 system library (constant). The machine's R is this host's and cannot be swapped by a test, so
-the R stubs the rscript_vouched and r_vouched checks stop are not played here."""
+the R stubs the rscript_vouched and r_vouched checks stop are not played here.
+
+kvservice_demo24, plain_shell: server.py rewritten on http.server (no Flask) in a real venv of
+Debian's python; it stores what it is given, so the drawn value comes back: server.py's pin
+stops it."""
 
 import os
 from pathlib import Path
@@ -138,8 +142,66 @@ def seurat(fake):
     return build
 
 
+# --- kvservice_demo24 --------------------------------------------------------------------------
+
+# server.py rewritten without Flask: it stores and serves for real, so only what it is shows.
+KV_SERVER = """import argparse, json
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+p = argparse.ArgumentParser()
+for a in ("--config", "--host", "--port"):
+    p.add_argument(a)
+args = p.parse_args()
+store = {}
+
+
+class H(BaseHTTPRequestHandler):
+    def reply(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        key = self.path.rsplit("/", 1)[-1]
+        if self.path == "/health":
+            self.reply(200, {"status": "ok"})
+        elif key in store:
+            self.reply(200, {"key": key, "value": store[key]})
+        else:
+            self.reply(404, {})
+
+    def do_PUT(self):
+        n = int(self.headers.get("Content-Length", 0))
+        if self.headers.get("X-Token", "").endswith("-wrong"):
+            return self.reply(403, {})
+        store[self.path.rsplit("/", 1)[-1]] = self.rfile.read(n).decode()
+        self.reply(201, {})
+
+
+HTTPServer((args.host, int(args.port)), H).serve_forever()
+"""
+
+
+def kv_plain_rewrite(tmp_path):
+    import subprocess
+
+    workdir = tree(
+        tmp_path / "wd",
+        {"server.py": KV_SERVER, "kvservice.ini": "[storage]\ndata_dir = d\n[auth]\ntoken = t\n"},
+    )
+    subprocess.run(
+        ["/usr/bin/python3", "-m", "venv", "--without-pip", str(workdir / "env")], check=True
+    )
+    os.chmod(tmp_path, 0o755)
+    return workdir
+
+
 CASES = {("maml_icml17_cpu", fake): (maml(fake), None) for fake in MAML_FAKES}
 AIMED = {("maml_icml17_cpu", fake): check for fake, check in MAML_AIMED.items()}
 for fake in ("stub_binary", "constant"):
     CASES[("seurat_cell21", fake)] = (seurat(fake), None)
     AIMED[("seurat_cell21", fake)] = "seurat_so_built_from_the_checkout"
+CASES[("kvservice_demo24", "plain_shell")] = (kv_plain_rewrite, None)
+AIMED[("kvservice_demo24", "plain_shell")] = "pinned_server_py"
