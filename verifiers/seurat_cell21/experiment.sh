@@ -12,8 +12,8 @@
 # are listed with the package that vouches for them (r_startup.txt), and the library's
 # Seurat.so is searched for string literals of the checkout's C++ (library.txt). Rscript runs
 # with --no-environ --no-site-file --no-init-file: no profile the agent could leave (~/.Rprofile,
-# Rprofile.site, a .Renviron naming another profile or library) runs first. RUNBOOK.MD is never
-# read.
+# Rprofile.site, a .Renviron naming another profile or library) runs first.
+# RUNBOOK.MD is never read.
 OUT="$SCRATCH/out"
 mkdir -p "$OUT"
 chown -R "$OWNER" "$SCRATCH"
