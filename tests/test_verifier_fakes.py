@@ -12,7 +12,14 @@ import pytest
 
 from deploybench.catalog import checks as checks_mod
 from deploybench.verify import bank, verification
-from tests import fakes_c5_sys37, fakes_ml37a, fakes_ml37b, fakes_systems_sci, fakes_systems_val
+from tests import (
+    fakes_c5_sys37,
+    fakes_ml37a,
+    fakes_ml37b,
+    fakes_ml_val,
+    fakes_systems_sci,
+    fakes_systems_val,
+)
 from tests.fakes import script, stub_elf
 from tests.test_demo_tasks import stage
 from tests.verifier_states import run_experiment
@@ -188,8 +195,9 @@ CASES = {
 CASES |= fakes_systems_sci.CASES | fakes_ml37a.CASES | fakes_ml37b.CASES
 CASES |= fakes_c5_sys37.CASES
 CASES |= fakes_systems_val.CASES
+CASES |= fakes_ml_val.CASES
 # (task, fake) -> the check that fake was built to meet, which must be among its stoppers.
-AIMED = fakes_ml37b.AIMED
+AIMED = fakes_ml37b.AIMED | fakes_ml_val.AIMED
 
 
 def defeats_of(task_id):

@@ -126,3 +126,78 @@ vouch() {
   echo "$name $path -> $real elf $(stat -c %s "$real") $(sha256sum "$real" | cut -d' ' -f1)" >>"$LOG_DIR/runtime.txt"
   collect "$real" "runtime_$name.elf"
 }
+
+# py_hooks DIR...: the Python start-up hooks in DIR (folders a python searches: site-packages,
+# dist-packages, the standard library's folder) and who vouches for each, in
+# $LOG_DIR/hooks.txt. A `.pth` (site runs its import lines and puts its other lines on the
+# path) or a sitecustomize/usercustomize module (imported before any script) can swap what an
+# honest interpreter computes while the interpreter and the repository's files stay as pinned.
+# One line per hook, then `end`:
+#   hook PATH record DIST     a RECORD of DIR/DIST lists PATH with its sha256 (pip's install)
+#   hook PATH dpkg PACKAGE    a Debian package lists PATH, checksum (or conffile sum) as packaged
+#   hook PATH none SHA256     nothing vouches for it: no installer made it
+# A link is judged by what it resolves to (Debian links the standard library's sitecustomize.py
+# to /etc); an installer's records are the machine's, so a forged RECORD passes here (the host's
+# scan judges a hook no RECORD lists too: docs/verification.md).
+py_hooks() {
+  for dir in "$@"; do
+    [ -d "$dir" ] || continue
+    for hook in "$dir"/*.pth "$dir"/sitecustomize* "$dir"/usercustomize*; do
+      [ -e "$hook" ] || [ -L "$hook" ] || continue
+      echo "hook $hook $(hook_owner "$dir" "$hook")"
+    done
+  done >>"$LOG_DIR/hooks.txt"
+  echo end >>"$LOG_DIR/hooks.txt"
+}
+
+hook_owner() { # DIR HOOK
+  real=$(readlink -f "$2" 2>/dev/null)
+  if [ -z "$real" ] || [ ! -f "$real" ]; then
+    # A package folder (sitecustomize/) or a dangling link: never an installer's single file.
+    echo "none not-a-file"
+    return
+  fi
+  sha=$(sha256sum "$real" | cut -d' ' -f1)
+  if [ ! -L "$2" ]; then
+    b64=$(echo "$sha" | xxd -r -p | base64 | tr '+/' '-_' | tr -d '=\n')
+    for record in "$1"/*.dist-info/RECORD; do
+      [ -f "$record" ] || continue
+      if awk -F, -v p="${2#"$1"/}" -v h="sha256=$b64" '$1 == p && $2 == h { f = 1 } END { exit !f }' "$record"; then
+        echo "record $(basename "$(dirname "$record")")"
+        return
+      fi
+    done
+  fi
+  md5=$(md5sum "$real" | cut -d' ' -f1)
+  for list in /var/lib/dpkg/info/*.list; do
+    grep -qxF -e "$real" "$list" 2>/dev/null || continue
+    pkg=$(basename "$list" .list)
+    if grep -qE "^$md5  ${real#/}\$" "/var/lib/dpkg/info/$pkg.md5sums" 2>/dev/null \
+      || grep -qxF " $real $md5" /var/lib/dpkg/status 2>/dev/null; then
+      echo "dpkg ${pkg%%:*}"
+      return
+    fi
+  done
+  echo "none $sha"
+}
+
+# py_hooks_of PYTHON: py_hooks on every folder PYTHON (a venv's python, or a system one) reads
+# a hook from: the venv's site-packages and the standard library's folders; the system's
+# dist-packages and the owner's user site too unless a pyvenv.cfg beside it (where site.py
+# looks: the python's folder or the one above) leaves them out, as the reference's venv does.
+py_hooks_of() {
+  bin_dir=$(dirname "$1")
+  env_dir=$(dirname "$bin_dir")
+  system=yes
+  for cfg in "$bin_dir/pyvenv.cfg" "$env_dir/pyvenv.cfg"; do
+    if [ -f "$cfg" ]; then
+      grep -qiE '^[[:space:]]*include-system-site-packages[[:space:]]*=[[:space:]]*true[[:space:]]*$' "$cfg" || system=no
+      break
+    fi
+  done
+  home=$(awk -F: -v u="$OWNER" '$1 == u { print $6 }' /etc/passwd)
+  folders="$env_dir/lib/python3*/site-packages $env_dir/lib64/python3*/site-packages /usr/lib/python3*/ /usr/lib/python3*/lib-dynload"
+  [ "$system" = yes ] && folders="$folders /usr/local/lib/python3*/dist-packages /usr/lib/python3/dist-packages ${home:+$home/.local/lib/python3*/site-packages}"
+  # shellcheck disable=SC2046,SC2086 # the globs are the folders
+  py_hooks $(for f in $folders; do [ -d "$f" ] && readlink -f "$f"; done | sort -u)
+}

@@ -4,9 +4,17 @@
 # ($WORKDIR/env/bin/python server.py --config $WORKDIR/kvservice.ini) as the owner of WORKDIR on
 # a free loopback port, stores and reads a value, asks for a missing key and writes with a wrong
 # token, restarts the service and reads the value again. Every raw HTTP response is collected
-# (*.http); checks.yaml judges them on the controller. RUNBOOK.MD is never read.
+# (*.http); checks.yaml judges them on the controller. The python is vouched (runtime.txt), its
+# start-up hooks listed (hooks.txt), server.py pinned (pinned.txt), and the stored value carries
+# a number drawn now from the kernel, which the value read back must carry too (a service that
+# answers with the value this file once held fails). RUNBOOK.MD is never read.
 KEY=verifier-sample-17
-VALUE='pH 6.82 @ 14:05, site B'
+SAMPLE=$(od -An -N4 -tu4 /dev/urandom | tr -d ' \n')
+VALUE="pH 6.82 @ 14:05, site B, sample $SAMPLE"
+echo "value: $VALUE" >"$LOG_DIR/value_asked.txt"
+vouch python "$WORKDIR/env/bin/python"
+py_hooks_of "$WORKDIR/env/bin/python"
+pinned server.py
 CONFIG="$WORKDIR/kvservice.ini"
 SERVICE_PID=""
 
@@ -80,4 +88,10 @@ if wait_health health_first.http; then
   wait_health health_restart.http && http GET "/kv/$KEY" get_restart.http
 fi
 stop_service
+# The value each GET returned (jsonify writes it between the quotes of "value"; the drawn value
+# has no quote or backslash), compared with value_asked.txt on the controller.
+for name in get get_restart; do
+  seen=$(sed -n 's/.*"value": *"\([^"\\]*\)".*/\1/p' "$LOG_DIR/$name.http" 2>/dev/null | head -n 1)
+  echo "value: $seen" >"$LOG_DIR/value_seen_$name.txt"
+done
 cat "$LOG_DIR"/0[24]_service*.log 2>/dev/null

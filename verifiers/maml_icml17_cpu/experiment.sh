@@ -5,11 +5,42 @@
 # the test pass on the checkpoint it wrote (600 sinusoid tasks, 10 gradient steps). The logdir is
 # a fresh folder in SCRATCH, so only checkpoints written now are seen. The training output, the
 # checkpoint listing and the test CSV are collected; checks.yaml judges them on the controller.
-# RUNBOOK.MD is never read.
+# Before it runs: the python is vouched (runtime.txt), the four modules the sinusoid executes are
+# pinned with the port put back (pinned.txt), and the start-up hooks that python would read are
+# listed with who vouches for them (hooks.txt). RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
 LOGDIR="$SCRATCH/sine"
 EXP=cls_5.mbs_25.ubs_10.numstep1.updatelr0.001nonorm
 TRAIN_ARGS="--datasource=sinusoid --logdir=$LOGDIR/ --metatrain_iterations=2000 --norm=None --update_batch_size=10"
+
+# A wrapper script, or an ELF no Debian package lists, printing main.py's lines shows here (the
+# reference's env is `python3 -m venv`: a link to the system's python3).
+vouch python "$PY_ENV"
+# A .pth or sitecustomize no installer made can swap the computation under a vouched python and
+# pinned files.
+py_hooks_of "$PY_ENV"
+# The modules the sinusoid executes (main.py prints the losses, data_generator.py draws the
+# sine tasks, maml.py builds the losses, utils.py holds mse), each with the documented
+# TensorFlow 2 port put back to the commit's text before its blob id is taken (the reference's
+# and the GPU reference's edits: `import tensorflow.compat.v1 as tf` with disable_v2_behavior()
+# or disable_eager_execution(); tf_slim for tf.contrib's layers; Glorot uniform for tf.contrib's
+# Xavier and a reduce_mean for its accuracy, in lines the sinusoid never runs). Any other edit
+# shows as another blob.
+TF_IMPORT='/^tf(\.compat\.v1)?\.(disable_v2_behavior|disable_eager_execution)\(\)$/d
+s/^import tensorflow(\.compat\.v1)? as tf$/import tensorflow as tf/'
+CONTRIB_LAYERS='s/^(import tf_slim|from tf_slim import layers|from tf_slim\.layers import layers) as tf_layers$/from tensorflow.contrib.layers.python import layers as tf_layers/'
+CONTRIB_INIT='s/^(        conv_initializer =  )tf\.glorot_uniform_initializer\(dtype=dtype\)$/\1tf.contrib.layers.xavier_initializer_conv2d(dtype=dtype)/
+s/^(        fc_initializer =  )tf\.glorot_uniform_initializer\(dtype=dtype\)$/\1tf.contrib.layers.xavier_initializer(dtype=dtype)/
+s/tf\.reduce_mean\(tf\.cast\(tf\.equal\((tf\.argmax\(tf\.nn\.softmax\([^()]*\), 1\)), (tf\.argmax\(label[ab], 1\))\), tf\.float32\)\)/tf.contrib.metrics.accuracy(\1, \2)/'
+for rel in main.py data_generator.py maml.py utils.py; do
+  if [ -f "$WORKDIR/$rel" ] && [ ! -L "$WORKDIR/$rel" ]; then
+    sed -E -e "$TF_IMPORT" -e "$CONTRIB_LAYERS" -e "$CONTRIB_INIT" "$WORKDIR/$rel" >"$SCRATCH/as_pinned.py"
+    echo "$rel(port-put-back) $(blob_of "$SCRATCH/as_pinned.py")"
+  else
+    echo "$rel(port-put-back) missing"
+  fi
+done >>"$LOG_DIR/pinned.txt"
+rm -f "$SCRATCH/as_pinned.py"
 
 {
   echo "== environment: $PY_ENV"

@@ -7,7 +7,13 @@
 # canned result cannot match), with that library first in .libPaths(). Collects what R loaded
 # (version, path, whether the package was compiled here or copied from the distribution), the
 # clusters, reductions and graphs of the result and the files it wrote; checks.yaml judges them
-# on the controller. RUNBOOK.MD is never read.
+# on the controller. Before it runs: Rscript and the R it starts are vouched (runtime.txt), the
+# files every R start reads (the front-end script, R_HOME's Renviron and ldpaths, base's Rprofile)
+# are listed with the package that vouches for them (r_startup.txt), and the library's
+# Seurat.so is searched for string literals of the checkout's C++ (library.txt). Rscript runs
+# with --no-environ --no-site-file --no-init-file: no profile the agent could leave (~/.Rprofile,
+# Rprofile.site, a .Renviron naming another profile or library) runs first.
+# RUNBOOK.MD is never read.
 OUT="$SCRATCH/out"
 mkdir -p "$OUT"
 chown -R "$OWNER" "$SCRATCH"
@@ -37,9 +43,39 @@ done
   else
     echo "repository_field: none"
   fi
+  # String literals of the checkout's src/RModularityOptimizer.cpp and its Rcpp registration,
+  # which R CMD INSTALL compiles into Seurat.so: an ELF of another making (a stub package's
+  # library built to pass `compiled`) lacks them.
+  for lit in "Modularity Optimizer version 1.3.0 by Ludo Waltman and Nees Jan van Eck" \
+    "Matrix contained no network data.  Check format." "_Seurat_RunModularityClusteringCpp"; do
+    has_text "$SO" "$lit" && echo "string '$lit': yes" || echo "string '$lit': no"
+  done
   [ -n "$LIB" ] && grep -E '^(Version|Built):' "$LIB/Seurat/DESCRIPTION" 2>/dev/null
 } >"$LOG_DIR/library.txt" 2>&1
 cp "$LOG_DIR/library.txt" "$LOG_DIR/01_library.log"
+
+# The R that runs the workflow: Rscript (an ELF of r-base-core) execs R_HOME's bin/R, a shell
+# script that reads etc/ldpaths and execs bin/exec/R (an ELF); R then reads etc/Renviron and
+# base's Rprofile even under the flags below. A stub in any of these places, or an edit of them,
+# shows as `script`, an unpackaged `elf` or `none`.
+vouch Rscript Rscript
+vouch R /usr/lib/R/bin/exec/R
+{
+  for f in /usr/lib/R/bin/R /usr/lib/R/etc/ldpaths /usr/lib/R/library/base/R/Rprofile \
+    /usr/lib/R/etc/Renviron.ucf; do
+    echo "file $f $(hook_owner "$(dirname "$f")" "$f")"
+  done
+  # etc/Renviron is ucf's, not dpkg's: r-base-core's postinst writes it from the packaged
+  # Renviron.ucf with paperconf's size put into the R_PAPERSIZE_USER line; anything else that
+  # differs (an R_PROFILE, R_LIBS, R_DEFAULT_PACKAGES of the agent's) shows.
+  if [ "$(grep -v '^R_PAPERSIZE_USER=' /usr/lib/R/etc/Renviron 2>/dev/null | md5sum)" \
+    = "$(grep -v '^R_PAPERSIZE_USER=' /usr/lib/R/etc/Renviron.ucf 2>/dev/null | md5sum)" ]; then
+    echo "file /usr/lib/R/etc/Renviron as-Renviron.ucf"
+  else
+    echo "file /usr/lib/R/etc/Renviron none differs-from-Renviron.ucf"
+  fi
+} >"$LOG_DIR/r_startup.txt"
+echo end >>"$LOG_DIR/r_startup.txt"
 
 # The hidden input: how many of pbmc_small's cells, and which (the seed), picked now.
 CELLS=$(awk 'BEGIN { srand(); print 40 + int(rand() * 40) }')
@@ -93,7 +129,7 @@ chmod 644 "$SCRATCH/verify.R"
 
 {
   echo "== experiment: Rscript verify.R ${LIB:-none} (cells=$CELLS seed=$SEED)"
-  cd "$SCRATCH" && rc_of workflow as_owner timeout 900 Rscript "$SCRATCH/verify.R" \
+  cd "$SCRATCH" && rc_of workflow as_owner timeout 900 Rscript --no-environ --no-site-file --no-init-file "$SCRATCH/verify.R" \
     "${LIB:-none}" "$OUT" "$CELLS" "$SEED"
   echo "exit code: $(cat "$LOG_DIR/workflow.rc")"
   cat "$OUT/summary.txt" 2>/dev/null
