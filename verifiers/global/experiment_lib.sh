@@ -126,3 +126,81 @@ vouch() {
   echo "$name $path -> $real elf $(stat -c %s "$real") $(sha256sum "$real" | cut -d' ' -f1)" >>"$LOG_DIR/runtime.txt"
   collect "$real" "runtime_$name.elf"
 }
+
+# py_hooks PY: the Python start-up hooks that the interpreter PY (a venv's bin/python, as the
+# experiment runs it) would run before the experiment's first line, one line each in
+# $LOG_DIR/hooks.txt, then `hooks: end`:
+#   site DIR                        a folder whose hooks were listed
+#   hook PATH record DIST.dist-info its folder's RECORD lists it with this content's sha256
+#   hook PATH dpkg PACKAGE          a Debian package lists it with this content's md5 (conffiles too)
+#   hook PATH unowned               anything else: no installer put it there as it is now
+# A hook is a .pth of a site folder (its `import` lines run at every start) or a
+# sitecustomize/usercustomize module of any folder on the start-up path: a hook that swaps the
+# computation leaves the interpreter, the repository's files and their blob ids as they were.
+# The folders are the interpreter's own: the venv's site-packages, the system's (Debian's and
+# /usr/local's) and the owner's user site when pyvenv.cfg includes them (or there is no venv),
+# and the standard library's folder for the two modules.
+py_hooks() {
+  py=$1
+  env_dir=$(dirname "$(dirname "$py")")
+  real=$(readlink -f "$py" 2>/dev/null)
+  stdlib=$(dirname "$(dirname "$real")")/lib/$(basename "$real")
+  sites=$(ls -d "$env_dir"/lib/python3*/site-packages "$env_dir"/lib64/python3*/site-packages 2>/dev/null)
+  if [ ! -f "$env_dir/pyvenv.cfg" ] || grep -Eiq '^include-system-site-packages *= *true' "$env_dir/pyvenv.cfg"; then
+    home=$(awk -F: -v u="$OWNER" '$1 == u { print $6 }' /etc/passwd)
+    sites="$sites $(ls -d /usr/local/lib/python3*/dist-packages /usr/lib/python3/dist-packages "$home"/.local/lib/python3*/site-packages 2>/dev/null)"
+  fi
+  seen=" "
+  {
+    for dir in $stdlib $sites; do
+      [ -d "$dir" ] || continue
+      key=$(readlink -f "$dir")
+      case "$seen" in *" $key "*) continue ;; esac
+      seen="$seen$key "
+      echo "site $dir"
+      if [ "$dir" = "$stdlib" ]; then
+        set -- "$dir"/sitecustomize* "$dir"/usercustomize*
+      else
+        set -- "$dir"/*.pth "$dir"/sitecustomize* "$dir"/usercustomize*
+      fi
+      for hook in "$@"; do
+        [ -e "$hook" ] || [ -L "$hook" ] || continue
+        echo "hook $hook $(_hook_owner "$dir" "$hook")"
+      done
+    done
+    echo "hooks: end"
+  } >"$LOG_DIR/hooks.txt" 2>&1
+}
+
+# _hook_owner DIR HOOK: `record DIST`, `dpkg PACKAGE` or `unowned` (see py_hooks).
+_hook_owner() {
+  target=$(readlink -f "$2" 2>/dev/null)
+  if [ -z "$target" ] || [ ! -f "$target" ]; then
+    echo unowned
+    return
+  fi
+  rel=$(basename "$2")
+  sha=$(sha256sum "$target" | cut -d' ' -f1)
+  for record in "$1"/*.dist-info/RECORD; do
+    [ -f "$record" ] || continue
+    b64=$(awk -F, -v n="$rel" '$1 == n { print $2; exit }' "$record" | sed -n 's/^sha256=//p')
+    [ -n "$b64" ] || continue
+    want=$(echo "$b64=" | tr '_-' '/+' | base64 -d 2>/dev/null | od -An -tx1 | tr -d ' \n')
+    if [ "$want" = "$sha" ]; then
+      echo "record $(basename "$(dirname "$record")")"
+      return
+    fi
+  done
+  md5=$(md5sum "$target" | cut -d' ' -f1)
+  alt=$(echo "$target" | sed -n 's#^/usr\(/\(bin\|sbin\|lib\|lib64\)/.*\)#\1#p')
+  for list in /var/lib/dpkg/info/*.list; do
+    grep -qxF -e "$target" ${alt:+-e "$alt"} "$list" 2>/dev/null || continue
+    pkg=$(basename "$list" .list)
+    if grep -qE "^$md5  (usr/)?${target#/usr/}\$|^$md5  ${target#/}\$" "/var/lib/dpkg/info/$pkg.md5sums" 2>/dev/null ||
+      grep -qxF " $target $md5" /var/lib/dpkg/status 2>/dev/null; then
+      echo "dpkg ${pkg%%:*}"
+      return
+    fi
+  done
+  echo unowned
+}
