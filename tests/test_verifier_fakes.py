@@ -12,7 +12,7 @@ import pytest
 
 from deploybench.catalog import checks as checks_mod
 from deploybench.verify import bank, verification
-from tests import fakes_systems_sci
+from tests import fakes_ml_val_b, fakes_systems_sci
 from tests.fakes import script, stub_elf
 from tests.test_demo_tasks import stage
 from tests.verifier_states import run_experiment
@@ -186,6 +186,7 @@ CASES = {
 
 
 CASES |= fakes_systems_sci.CASES
+CASES |= fakes_ml_val_b.CASES
 
 
 def defeats_of(task_id):
