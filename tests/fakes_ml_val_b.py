@@ -137,3 +137,51 @@ CASES = {
     ("lightgcn_sigir20", fake): (lightgcn(fake), None)
     for fake in ("stub_interpreter", "stub_binary", "echo", "constant", "plain_shell")
 }
+
+
+# --- timemixer_iclr24 --------------------------------------------------------------------------
+
+TIMEMIXER_PROBE = "3.11.2 numpy 1.26.4 pandas 2.2.3 torch 1.13.0a0"
+TIMEMIXER_FILES = {"run.py": "# stand-in\n"}
+
+
+def _timemixer_body(mse):
+    """run.py's log and artifacts for the verifier's --model_id (MSE a shell expression): the
+    split sizes are the real ETTh1's, as the checks' comments say."""
+    return (
+        prelude(TIMEMIXER_PROBE)
+        + f"""
+mid=
+while [ $# -gt 0 ]; do case "$1" in --model_id) mid=$2;; esac; shift; done
+setting="long_term_forecast_${{mid}}_none_TimeMixer_ETTh1_sl96_pl96_dm16_nh4_el2_dl1_df32_Exp_0"
+mse={mse}
+echo "train 8449"
+echo "Epoch: 1, Steps: 66 | Train Loss: 0.1644580 Vali Loss: 0.0497138 Test Loss: 0.0499311"
+echo "mse:$mse, mae:0.17700152099132538"
+printf '%s  \\nmse:%s, mae:0.17700152099132538\\n\\n' "$setting" "$mse" >> result_long_term_forecast.txt
+mkdir -p "checkpoints/$setting" "results/$setting"
+{{ printf 'PK\\003\\004'; head -c 4096 /dev/zero; }} > "checkpoints/$setting/checkpoint.pth"
+printf '\\223NUMPY\\001\\000' > "results/$setting/metrics.npy"
+"""
+    )
+
+
+def timemixer(fake):
+    def make(tmp_path):
+        if fake == "echo":  # the nonce of --model_id read back as the error's digits
+            body = _timemixer_body('"0.0$(echo "$mid" | tr -dc 0-9 | head -c 6)"')
+        elif fake == "plain_shell":  # awk's persistence forecast error, not the model's
+            body = _timemixer_body('$(awk "BEGIN { print 0.25 / 5 }")')
+        else:  # the recorded real run's error (tests/fixtures)
+            body = _timemixer_body("0.04993107542395592")
+        # The .pth hook runs Debian's python and hands the run to the body: the repository
+        # stays as it was, so only the hook listing can stop it.
+        return build(tmp_path, fake, body, "run.py", TIMEMIXER_FILES, hook="pth")
+
+    return make
+
+
+CASES |= {
+    ("timemixer_iclr24", fake): (timemixer(fake), None)
+    for fake in ("stub_interpreter", "stub_binary", "echo", "constant", "plain_shell")
+}
