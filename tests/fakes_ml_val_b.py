@@ -7,7 +7,7 @@ each fake is named in its builder's comment.
 
 - stub_interpreter: env/bin/python a shell script (lightgcn); Debian's own python, vouched by
   its package, with a start-up hook in the venv that hands every run to a shell script: a .pth
-  (timemixer) or a sitecustomize.py (hyena), the repository left as it was;
+  (timemixer), one named as pip's editable installs are (hyena), the repository left as it was;
 - stub_binary: env/bin/python a tiny ELF launching that script;
 - echo / constant / plain_shell: Debian's python runs the task's entry script rewritten to hand
   its arguments to a shell script that prints them back, the published or recorded figures, or
@@ -57,11 +57,11 @@ def real_venv(workdir):
     return next((workdir / "env").glob("lib/python3*/site-packages"))
 
 
-def build(tmp_path, fake, body, entry, files=None, hook="pth"):
+def build(tmp_path, fake, body, entry, files=None, hook="zz_speedup.pth"):
     """A workdir holding FILES where BODY (a shell script) does the work: as env/bin/python
     (stub_interpreter without a hook, stub_binary), behind a start-up hook of a real venv
-    (stub_interpreter with HOOK "pth" or "sitecustomize"), or behind ENTRY rewritten and run by
-    a real venv's python (echo, constant, plain_shell)."""
+    (stub_interpreter with HOOK, the name of the .pth that imports it), or behind ENTRY
+    rewritten and run by a real venv's python (echo, constant, plain_shell)."""
     workdir = tree(tmp_path / "wd", files or {})
     python = workdir / "env/bin/python"
     if fake == "stub_interpreter" and hook is None:
@@ -74,10 +74,7 @@ def build(tmp_path, fake, body, entry, files=None, hook="pth"):
     sh = script(tmp_path / "fake_body.sh", body)
     if fake == "stub_interpreter":
         (site / "zz_speedup.py").write_text(HOOK.format(sh=str(sh)))
-        if hook == "pth":
-            (site / "zz_speedup.pth").write_text("import zz_speedup\n")
-        else:
-            (site / "sitecustomize.py").write_text("import zz_speedup\n")
+        (site / hook).write_text("import zz_speedup\n")
     else:
         (workdir / entry).parent.mkdir(parents=True, exist_ok=True)
         (workdir / entry).write_text(ENTRY.format(sh=str(sh)))
@@ -176,12 +173,61 @@ def timemixer(fake):
             body = _timemixer_body("0.04993107542395592")
         # The .pth hook runs Debian's python and hands the run to the body: the repository
         # stays as it was, so only the hook listing can stop it.
-        return build(tmp_path, fake, body, "run.py", TIMEMIXER_FILES, hook="pth")
+        return build(tmp_path, fake, body, "run.py", TIMEMIXER_FILES, hook="zz_speedup.pth")
 
     return make
 
 
 CASES |= {
     ("timemixer_iclr24", fake): (timemixer(fake), None)
+    for fake in ("stub_interpreter", "stub_binary", "echo", "constant", "plain_shell")
+}
+
+
+# --- hyena_icml23 ------------------------------------------------------------------------------
+
+HYENA_PROBE = "3.11.2 torch 2.1.2 lightning 1.8.6\\ncuda_available True\\ndevice NVIDIA L4"
+HYENA_FILES = {"train.py": "# stand-in\n", "src/tasks/tasks.py": "# stand-in\n"}
+
+
+def _hyena_body(acc):
+    """Lightning's lines and last checkpoint for the verifier's overrides (ACC a shell
+    expression): the checkpoint lands in the hydra.run.dir it was given."""
+    return (
+        prelude(HYENA_PROBE)
+        + f"""
+run=.; epochs=10
+for a in "$@"; do case "$a" in hydra.run.dir=*) run=${{a#*=}};;
+  trainer.max_epochs=*) epochs=${{a#*=}};; esac; done
+acc={acc}
+echo "GPU available: True (cuda), used: True"
+echo "Epoch $((epochs - 1)): 100%| 151/151 [00:17<00:00, loss=0.992, val/accuracy_ignore_index=$acc, val/loss=0.555]"
+echo "\\`Trainer.fit\\` stopped: \\`max_epochs=$epochs\\` reached."
+mkdir -p "$run/checkpoints"
+head -c 4096 /dev/zero > "$run/checkpoints/epoch=$((epochs - 1))-step=1250.ckpt"
+"""
+    )
+
+
+def hyena(fake):
+    def make(tmp_path):
+        if fake == "echo":  # the vocabulary it was given read back as 1 - 1/vocab (0.9 for 10)
+            body = _hyena_body('$(awk "BEGIN { print 1 - 1 / 10 }")')
+        elif fake == "plain_shell":  # awk's guess of the recall rate, not the model's
+            body = _hyena_body('$(awk "BEGIN { srand(1); print 0.5 + rand() / 4 }")')
+        else:  # the recorded real run's accuracy (tests/fixtures)
+            body = _hyena_body("0.745")
+        # A .pth named as pip names an editable install's runs Debian's python and hands the
+        # run to the body: the repository stays as it was, so only the hook listing can stop
+        # it. (A sitecustomize.py in the venv would never run: Debian's, in the standard
+        # library's folder, comes first; py_hooks names it all the same.)
+        editable = "__editable__.safari-0.0.1.pth"
+        return build(tmp_path, fake, body, "train.py", HYENA_FILES, hook=editable)
+
+    return make
+
+
+CASES |= {
+    ("hyena_icml23", fake): (hyena(fake), None)
     for fake in ("stub_interpreter", "stub_binary", "echo", "constant", "plain_shell")
 }
