@@ -107,8 +107,8 @@ echo "Epoch 19 [0.3s]: train==[0.05190=0.05115 + 0.00075]"
 echo "Epoch 20 [0.3s + 0.2s]: test==[0.05=0.05 + 0.0], recall=[{recall}], precision=[0.2]"
 echo "Best Iter=[0]@[12.3]	recall=[{recall}]"
 mkdir -p "$proj/output/$ds"
-printf 'embed_size=64, lr=0.0050, layer_size=[64,64,64]\\n\\tBest Iter=[0]@[12.3]\\trecall=[{recall}]\\n' \\
-  >> "$proj/output/$ds/LightGCN.result"
+{{ echo "embed_size=64, lr=0.0050, layer_size=[64,64,64]"
+  printf '\\tBest Iter=[0]@[12.3]\\trecall=[{recall}]\\n'; }} >> "$proj/output/$ds/LightGCN.result"
 """
     )
 
@@ -155,7 +155,8 @@ mse={mse}
 echo "train 8449"
 echo "Epoch: 1, Steps: 66 | Train Loss: 0.1644580 Vali Loss: 0.0497138 Test Loss: 0.0499311"
 echo "mse:$mse, mae:0.17700152099132538"
-printf '%s  \\nmse:%s, mae:0.17700152099132538\\n\\n' "$setting" "$mse" >> result_long_term_forecast.txt
+out=result_long_term_forecast.txt
+printf '%s  \\nmse:%s, mae:0.17700152099132538\\n\\n' "$setting" "$mse" >> "$out"
 mkdir -p "checkpoints/$setting" "results/$setting"
 {{ printf 'PK\\003\\004'; head -c 4096 /dev/zero; }} > "checkpoints/$setting/checkpoint.pth"
 printf '\\223NUMPY\\001\\000' > "results/$setting/metrics.npy"
@@ -201,7 +202,8 @@ for a in "$@"; do case "$a" in hydra.run.dir=*) run=${{a#*=}};;
   trainer.max_epochs=*) epochs=${{a#*=}};; esac; done
 acc={acc}
 echo "GPU available: True (cuda), used: True"
-echo "Epoch $((epochs - 1)): 100%| 151/151 [00:17<00:00, loss=0.992, val/accuracy_ignore_index=$acc, val/loss=0.555]"
+bar="100%| 151/151 [00:17<00:00, loss=0.992"
+echo "Epoch $((epochs - 1)): $bar, val/accuracy_ignore_index=$acc, val/loss=0.555]"
 echo "\\`Trainer.fit\\` stopped: \\`max_epochs=$epochs\\` reached."
 mkdir -p "$run/checkpoints"
 head -c 4096 /dev/zero > "$run/checkpoints/epoch=$((epochs - 1))-step=1250.ckpt"
