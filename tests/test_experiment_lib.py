@@ -106,3 +106,31 @@ def test_vouch_says_what_a_runtime_is(kind, tmp_path):
         assert f"-> {path} script #!/bin/sh" in line, line
     else:
         assert f"-> {path} elf " in line and (logs / "runtime_py.elf").is_file(), line
+
+
+def test_py_hooks_vouches_an_installers_pth_and_names_a_planted_or_edited_one(tmp_path):
+    # A venv of Debian's python with its bundled setuptools: distutils-precedence.pth is in
+    # setuptools' RECORD. A .pth added beside it, a sitecustomize and the same .pth with an
+    # import line appended (its RECORD unchanged) are nobody's.
+    py = Path("/usr/bin/python3")
+    require(py.exists() and Path("/var/lib/dpkg/info").is_dir(), "Debian's python3")
+    env = tmp_path / "env"
+    made = subprocess.run([py, "-m", "venv", env], capture_output=True, check=False)
+    require(made.returncode == 0, "python3 -m venv with ensurepip (python3-venv)")
+    site = next(env.glob("lib/python3*/site-packages"))
+    body = f'py_hooks_of {env}/bin/python; cat "$LOG_DIR/hooks.txt"'
+    (tmp_path / "before").mkdir()
+    out, _ = run_lib(tmp_path / "before", body)
+    assert out.splitlines()[-1] == "end"
+    assert f"hook {site}/distutils-precedence.pth record setuptools-" in out
+    assert " none " not in out
+    stdlib = [line for line in out.splitlines() if "sitecustomize" in line]
+    assert all(" dpkg " in line for line in stdlib), stdlib
+    (site / "zz_fast.pth").write_text("import zz_fast\n")
+    (site / "sitecustomize.py").write_text("print('hooked')\n")
+    with (site / "distutils-precedence.pth").open("a") as f:
+        f.write("import zz_fast\n")
+    (tmp_path / "after").mkdir()
+    out, _ = run_lib(tmp_path / "after", body)
+    for name in ("zz_fast.pth", "sitecustomize.py", "distutils-precedence.pth"):
+        assert f"hook {site}/{name} none " in out, out

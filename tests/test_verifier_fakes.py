@@ -17,6 +17,7 @@ from tests import (
     fakes_ml37a,
     fakes_ml37b,
     fakes_ml_val,
+    fakes_ml_val_b,
     fakes_systems_sci,
     fakes_systems_val,
 )
@@ -196,6 +197,7 @@ CASES |= fakes_systems_sci.CASES | fakes_ml37a.CASES | fakes_ml37b.CASES
 CASES |= fakes_c5_sys37.CASES
 CASES |= fakes_systems_val.CASES
 CASES |= fakes_ml_val.CASES
+CASES |= fakes_ml_val_b.CASES
 # (task, fake) -> the check that fake was built to meet, which must be among its stoppers.
 AIMED = fakes_ml37b.AIMED | fakes_ml_val.AIMED
 

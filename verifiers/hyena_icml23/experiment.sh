@@ -16,6 +16,30 @@ ACCELERATOR=gpu
 [ "$CPU_ONLY" = 1 ] && ACCELERATOR=cpu
 NVSMI_PATH=$SYSTEM_PATH
 
+# The python that trains, vouched (a wrapper script, or an ELF no Debian package lists, shows in
+# runtime.txt), and the start-up hooks it would run (a .pth or sitecustomize swapping the
+# run leaves the python and the repository as they were): hooks.txt.
+vouch python "$PY_ENV"
+py_hooks_of "$PY_ENV"
+# train.py, the Hyena operator and the model around it, the associative-recall data, the task's
+# metrics and the experiment's configs, as at the pinned commit.
+pinned train.py src/models/sequence/hyena.py src/models/sequence/simple_lm.py \
+  src/dataloaders/synthetics.py src/dataloaders/base.py src/dataloaders/__init__.py \
+  src/tasks/decoders.py src/tasks/encoders.py src/tasks/metrics.py src/tasks/torchmetrics.py \
+  src/utils/train.py src/utils/registry.py src/utils/optim_groups.py src/models/nn/utils.py \
+  configs/experiment/synthetics/associative_recall/hyena-131k-30vs.yaml \
+  configs/experiment/synthetics/associative_recall/base.yaml
+# src/tasks/tasks.py with the reference setup's CPU port put back (only its CPU validation makes
+# it: the metrics' hard-coded .to('cuda') follow the device torch has); anything else changed
+# shows in its blob id.
+if [ -f "$WORKDIR/src/tasks/tasks.py" ] && [ ! -L "$WORKDIR/src/tasks/tasks.py" ]; then
+  sed "s/\.to('cuda' if torch\.cuda\.is_available() else 'cpu')/.to('cuda')/g" \
+    "$WORKDIR/src/tasks/tasks.py" >"$SCRATCH/tasks_as_pinned.py"
+  echo "src/tasks/tasks.py(port-as-pinned) $(blob_of "$SCRATCH/tasks_as_pinned.py")"
+else
+  echo "src/tasks/tasks.py(port-as-pinned) missing"
+fi >>"$LOG_DIR/pinned.txt"
+
 {
   echo "== environment: $PY_ENV"
   cd "$WORKDIR" && rc_of environment as_owner "$PY_ENV" -c 'import sys, torch, torchvision, torchtext, pytorch_lightning, hydra; print(sys.version.split()[0], "torch", torch.__version__, "lightning", pytorch_lightning.__version__); print("cuda_available", torch.cuda.is_available()); print("device", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")' >"$SCRATCH/env.out" 2>&1

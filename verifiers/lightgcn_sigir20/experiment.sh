@@ -13,6 +13,52 @@
 # RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
 DATA="$SCRATCH/Data/hidden"
+
+# The python that trains, vouched (a wrapper script, or an ELF no Debian package lists, shows in
+# runtime.txt), and the start-up hooks it would run (a .pth or sitecustomize swapping the
+# computation leaves the python and the repository as they were): hooks.txt.
+vouch python "$PY_ENV"
+py_hooks_of "$PY_ENV"
+# The modules LightGCN.py runs, as at the pinned commit (setup.py and the .pyx/.h sources the
+# evaluator is compiled from included).
+pinned utility/helper.py utility/parser.py utility/batch_test.py evaluator/__init__.py \
+  evaluator/cpp/evaluate_foldout.py evaluator/cpp/apt_evaluate_foldout.pyx evaluator/cpp/apt_tools.pyx \
+  evaluator/cpp/include/evaluate_foldout.h evaluator/cpp/include/tools.h \
+  evaluator/cpp/include/thread_pool.h setup.py
+# LightGCN.py and utility/load_data.py with the two edits every run on a current TensorFlow and
+# Python needs put back (the reference setup's port: TensorFlow 1's API through tf.compat.v1 with
+# v2 behaviour or eager execution off; random.sample over a sequence of the test users' keys):
+# anything else changed shows in their blob ids.
+as_pinned() {
+  rel=$1
+  shift
+  if [ -f "$WORKDIR/$rel" ] && [ ! -L "$WORKDIR/$rel" ]; then
+    sed -E "$@" "$WORKDIR/$rel" >"$SCRATCH/as_pinned"
+    echo "$rel(port-as-pinned) $(blob_of "$SCRATCH/as_pinned")"
+  else
+    echo "$rel(port-as-pinned) missing"
+  fi >>"$LOG_DIR/pinned.txt"
+}
+as_pinned LightGCN.py -e 's/^import tensorflow\.compat\.v1 as tf$/import tensorflow as tf/' \
+  -e '/^tf\.(compat\.v1\.)?disable_(v2_behavior|eager_execution)\(\)$/d'
+as_pinned utility/load_data.py \
+  -e 's/rd\.sample\((list|sorted|tuple)\(self\.test_set\.keys\(\)\), self\.batch_size\)/rd.sample(self.test_set.keys(), self.batch_size)/'
+# The compiled evaluator evaluator/__init__.py imports: setup.py builds it in place as an
+# extension module beside its .pyx, whose init function (PyInit_<module>) the loader calls; a
+# module of the same name as a package or a .py is not the built one (the import prefers a
+# package, and a launcher ELF has no init function).
+for f in "$WORKDIR"/evaluator/cpp/apt_evaluate_foldout* "$WORKDIR"/evaluator/cpp/apt_tools*; do
+  [ -e "$f" ] || continue
+  name=$(basename "$f")
+  if [ -d "$f" ] || [ -L "$f" ]; then
+    echo "$name not a regular file"
+  else
+    mod=${name%%.*}
+    init=no
+    has_text "$f" "PyInit_$mod" && init=yes
+    echo "$name magic $(head -c4 "$f" | od -An -tx1 | tr -d ' \n') init $init"
+  fi
+done >"$LOG_DIR/evaluator.txt" 2>&1
 SEED=$(($(date +%s) % 100000 + $$))
 mkdir -p "$DATA"
 awk -v seed="$SEED" -v dir="$DATA" '

@@ -33,6 +33,19 @@ TZ=UTC0 awk 'BEGIN {
   }
 }' >"$DATA/ETTh1.csv"
 chown -R "$OWNER" "$DATA"
+# The python that forecasts, vouched (a wrapper script, or an ELF no Debian package lists, shows
+# in runtime.txt), and the start-up hooks it would run (a .pth or sitecustomize swapping the
+# run leaves the python and the repository as they were): hooks.txt.
+vouch python "$PY_ENV"
+py_hooks_of "$PY_ENV"
+# run.py and every module of the checkout it imports (the reference runs them unchanged): the
+# long-term forecast's path first, then the other experiments run.py imports at its start.
+pinned run.py exp/exp_basic.py exp/exp_long_term_forecasting.py models/TimeMixer.py \
+  layers/Autoformer_EncDec.py layers/Embed.py layers/StandardNorm.py \
+  data_provider/data_factory.py data_provider/data_loader.py utils/tools.py utils/metrics.py \
+  utils/timefeatures.py exp/exp_anomaly_detection.py exp/exp_classification.py \
+  exp/exp_imputation.py exp/exp_short_term_forecasting.py data_provider/m4.py data_provider/uea.py \
+  utils/losses.py utils/m4_summary.py
 head -3 "$DATA/ETTh1.csv" >"$LOG_DIR/data_head.txt"
 wc -l <"$DATA/ETTh1.csv" >>"$LOG_DIR/data_head.txt"
 
