@@ -190,6 +190,11 @@ def test_a_failed_attempt_is_kept_diagnosed_on_its_machine_and_ended(
     table9 = (run_dir / "diagnosis" / "table9_failure_patterns.csv").read_text()
     print(table9)
     assert "dependency" in table9.splitlines()[0]
+    # The report counts it in Table 9 and says how it was diagnosed; its attempt page shows it.
+    report = tmp_path / "report"
+    run_cli("report", run_dir, "--out", report)
+    assert "Diagnoses of the failed attempts: agentic 1." in (report / "report.md").read_text()
+    assert "numpy==2." in (report / "attempts" / "1.html").read_text()
     # Nothing of the verdict or the results changed; the machine is gone.
     assert _snapshot(run_dir) == before
     assert run_cli("machines").stdout.strip() == "no machines"

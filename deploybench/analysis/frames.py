@@ -137,7 +137,7 @@ def build(runs: Runs, catalog: dict[str, dict[str, Any]]) -> Frames:
     subs = _subcommands(commands)
     failures = _recovery(events)
     att["completion"] = _completion(att, commands, runs, catalog)
-    att["patterns"] = _patterns(att, runs)
+    att["patterns"], att["diagnosis_source"] = _patterns(att, runs)
     labels = sorted(att["label"].unique())
     # Categories: the tables compare these columns with one value at a time, hundreds of
     # thousands of rows once joined onto sub-commands; a category compares as integers.
@@ -312,17 +312,24 @@ def _completion(att, commands, runs: Runs, catalog) -> pd.Series:
     return pd.Series(out, dtype=object).reindex(att.index)
 
 
-def _patterns(att, runs: Runs) -> pd.Series:
-    """Failure patterns per failed attempt: a diagnosis.json written by `deploybench diagnose`
-    when there is one, else the same rules `diagnose` runs without a model (the verdict, the
-    verifier's stdout and the agent log)."""
-    out = {}
+def _patterns(att, runs: Runs) -> tuple[pd.Series, pd.Series]:
+    """Failure patterns per failed attempt, and which diagnosis gave them: a diagnosis.json
+    written by `deploybench diagnose` when there is one (its source: agentic, model:<name> or
+    rules), else the same rules `diagnose` runs without a model (the verdict, the verifier's
+    stdout and the agent log)."""
+    out, source = {}, {}
     for a in att.index[~att["passed"]]:
         folder = runs.attempt_dirs[a]
         saved = _read_if_file(folder / runfolder.DIAGNOSIS)
         if saved is not None:
-            out[a] = list(json.loads(saved).get("patterns") or [])
+            record = json.loads(saved)
+            out[a] = list(record.get("patterns") or [])
+            source[a] = str(record.get("source") or "rules")
         else:
             found = diagnose_by_rules(runs.results[a], runs.verdicts.get(a), folder)
             out[a] = found["patterns"]
-    return pd.Series(out, dtype=object).reindex(att.index)
+            source[a] = "rules"
+    return (
+        pd.Series(out, dtype=object).reindex(att.index),
+        pd.Series(source, dtype=object).reindex(att.index),
+    )

@@ -510,9 +510,20 @@ def failure_patterns(f: Frames) -> list[Table]:
             "9. Failure patterns by task group (paper Table 9)",
             frame,
             "Tasks hitting each pattern; diagnosis.json from `deploybench diagnose` where "
-            "present, else the rules over the verdict.",
+            "present, else the rules over the verdict. Diagnoses of the failed attempts: "
+            + _diagnosis_sources(att)
+            + ".",
         )
     ]
+
+
+def _diagnosis_sources(att: pd.DataFrame) -> str:
+    """How the failed attempts were diagnosed, by kind: agentic (a diagnostic agent on the kept
+    machine), one model call, or the rules alone."""
+    sources = att.loc[~att["passed"], "diagnosis_source"].dropna().astype(str)
+    kinds = sources.map(lambda s: "one model call" if s.startswith("model:") else s)
+    counts = kinds.value_counts()
+    return ", ".join(f"{kind} {n}" for kind, n in counts.items()) or "none"
 
 
 def all_tables(f: Frames) -> list[Table]:
