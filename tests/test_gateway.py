@@ -294,3 +294,29 @@ def test_a_cost_cap_without_prices_is_one_line_and_no_machine(tmp_path):
         .splitlines()[-1]
         .endswith("--max-cost-usd needs --prices FILE (a cost is counted from them)")
     ), proc.stderr
+
+
+def test_an_attempts_key_opens_the_gateway_only_while_its_agent_is_installed_and_runs(
+    llm, gateway, tmp_path
+):
+    # The runner opens each attempt's lease closed and sets it from the attempt's watch at every
+    # playbook event (run/runner.py): here the same watch, fed the events of a real attempt's
+    # plays in order, and the gateway asked at each stage.
+    from deploybench.run import live
+
+    lease, url = lease_for(gateway, tmp_path, llm.base_url)
+    lease.active = False
+    watch = live.Watch(tmp_path / "attempt", "t", "a", 1, 60)
+    answers = {}
+    plays = {v: k for k, v in reversed(live.PLAY_STAGES.items())}
+    for stage in ("stage", "install", "agent", "stop", "verify"):
+        if stage == "agent":
+            event = {"event": "runner_on_start", "event_data": {"task_action": live.AGENT_ACTION}}
+        else:
+            event = {"event": "playbook_on_play_start", "event_data": {"play": plays[stage]}}
+        watch.on_event(event)
+        lease.active = watch.key_open
+        assert watch.live.stage == stage
+        answers[stage] = call(url, lease.key, "/chat/completions", {"messages": []})[0]
+    assert answers == {"stage": 401, "install": 200, "agent": 200, "stop": 401, "verify": 401}
+    assert len(llm.requests) == 2

@@ -84,6 +84,10 @@ class Lease:
     priced: bool = True
     provider_error: str | None = None
     budget: str | None = None
+    # Whether the key opens anything now: an attempt's lease is opened closed, and the runner
+    # lets it open the gateway only while the play that installs and runs the agent goes
+    # (run/runner.py); other holders (a diagnosis) open it at once.
+    active: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def over_budget(self) -> str | None:
@@ -203,6 +207,7 @@ class Gateway:
         max_tokens: int | None = None,
         max_cost_usd: float | None = None,
         prices: dict[str, tuple[float, float]] | None = None,
+        active: bool = True,
     ) -> Lease:
         lease = Lease(
             key=KEY_PREFIX + secrets.token_urlsafe(24),
@@ -211,6 +216,7 @@ class Gateway:
             max_tokens=max_tokens,
             max_cost_usd=max_cost_usd,
             prices=dict(prices or {}),
+            active=active,
         )
         with self._lock:
             self._leases[lease.key] = lease
@@ -229,7 +235,8 @@ class Gateway:
         if auth.lower().startswith("bearer "):
             key = key or auth[7:].strip()
         with self._lock:
-            return self._leases.get(key.strip())
+            lease = self._leases.get(key.strip())
+        return lease if lease is not None and lease.active else None
 
     @staticmethod
     def _answer(handler: BaseHTTPRequestHandler, status: int, kind: str, message: str) -> None:

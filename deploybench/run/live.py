@@ -33,6 +33,10 @@ PLAY_STAGES = {
     "Stop the agent and collect the machine's state": "stop",
     "Verify with the hidden verifier": "verify",
 }
+# The stages while which an attempt's gateway key opens anything (run/gateway.py's Lease.active):
+# the play that puts the scaffold in and runs the agent. Not the agent's `timed` task alone: its
+# start event reaches the controller after the agent may have made its first call.
+KEY_STAGES = ("install", "agent")
 # The agent's own run is the one `timed` action of an attempt (roles/run/tasks/timed.yml).
 AGENT_ACTION = "timed"
 
@@ -75,6 +79,11 @@ class Watch:
                 return  # a stage's late events never take the attempt back
             self.live.stage, self.live.stage_since = name, time.time()
         self._write()
+
+    @property
+    def key_open(self) -> bool:
+        """Whether the attempt's gateway key may open the gateway now (KEY_STAGES)."""
+        return self.live.stage in KEY_STAGES
 
     def on_event(self, event: dict[str, Any]) -> None:
         """An Ansible event of the attempt's playbook: the stage it starts, if any."""

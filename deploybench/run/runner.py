@@ -171,9 +171,13 @@ class Runner:
             or int(self.o.tasks[attempt.task_id]["agent_minutes"] * 60),
         )
 
+        held: dict[str, Any] = {}
+
         def on_event(event: dict[str, Any]) -> None:
             events.append(event)
             watch.on_event(event)
+            if "lease" in held:
+                held["lease"].active = watch.key_open
 
         # The deployment is recorded in the state folder, with this run as its owner, before
         # its machine is started: `machines`, `destroy` and --resume see it whenever we die.
@@ -202,6 +206,7 @@ class Runner:
             env_values = None
             if self.gateway is not None and self._through_gateway(agent):
                 lease, extravars["agent_command_base_url"] = self._lease(agent, folder)
+                held["lease"] = lease
                 # The spec's key variables hold the attempt's key: the provider's stays here.
                 env_values = dict.fromkeys(agent.env_from_controller, lease.key)
             reverse = request.loopback_ports if self.o.backend.loopback_by_ssh else []
@@ -289,7 +294,7 @@ class Runner:
             agent.base_url, agent.api, os.environ.get(names[0], "") if names else ""
         )
         lease = self.gateway.open(
-            folder, upstream, agent.max_tokens, agent.max_cost_usd, self.o.prices
+            folder, upstream, agent.max_tokens, agent.max_cost_usd, self.o.prices, active=False
         )
         return lease, Unsafe(self.gateway.url_for(upstream))
 
