@@ -323,3 +323,62 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
     watch.check(
         attempts["openhands-timeout"], holding="opt/deploybench-agent/openhands/venv/bin/python"
     )
+
+
+def test_the_scaffold_clears_no_hurdle_the_task_sets_its_agent(
+    root_host, runs, state_home, tmp_path
+):
+    # kvservice_demo24 and tinytrain_demo24 name python3-venv as the hurdle. OpenHands' install
+    # (its prefix, its tmux) must not clear it for the agent: a scripted OpenHands that never
+    # installs it, makes its venv anyway and claims success fails where nop fails, at the same
+    # layer and in the same category. (Both references pass on debian12: make demo; OpenHands
+    # needs debian13's Python, where tinytrain's pinned numpy has no wheel.)
+    def script(task: str) -> list[Reply]:
+        workdir = f"/home/vm/Desktop/{task}"
+        return [
+            bash("Let me see the project.", f"cd {workdir} && ls"),
+            bash("The environment.", f"cd {workdir} && python3 -m venv env; echo venv=$?"),
+            bash("Done.", f"cd {workdir} && printf 'STATUS: SUCCESS\\n' > RUNBOOK.MD"),
+            Reply("", tool="finish", arguments={"message": "Deployed."}),
+        ]
+
+    base = yaml.safe_load(SPEC.read_text())["openhands"]
+    for task in ("kvservice_demo24", "tinytrain_demo24"):
+        with ScriptedLLM(script(task), dialect="openhands") as llm:
+            config = tmp_path / f"agents-{task}.yaml"
+            spec = {**base, "model": "scripted", "base_url": llm.base_url, "max_steps": 10}
+            config.write_text(yaml.safe_dump({"openhands": spec}))
+            run_cli(
+                "run", "--agent", "openhands,nop", "--agent-config", config,
+                "--image", "debian13", "--tasks", task, "--run-id", f"hurdle-{task}",
+                "--parallel", "2", env={"OPENAI_API_KEY": CANARY}, timeout=2700,
+            )  # fmt: skip
+            calls = len(llm.requests)
+        rows = {
+            r["agent"]: r
+            for r in map(
+                json.loads, (runs / f"hurdle-{task}" / "results.jsonl").read_text().splitlines()
+            )
+        }
+        print(
+            task,
+            {a: (r["passed"], r["failure_layer"], r["failure_category"]) for a, r in rows.items()},
+        )
+        assert calls >= 3, calls  # the scripted agent did run its commands
+        oh, nop = rows["openhands"], rows["nop"]
+        assert oh["status"] == nop["status"] == "completed"
+        assert not oh["passed"] and not nop["passed"]
+        assert (oh["failure_layer"], oh["failure_category"]) == (
+            nop["failure_layer"],
+            nop["failure_category"],
+        )
+        assert oh["runbook_status"] == "SUCCESS"
+        # The venv failed on the machine as on a fresh one: the scaffold brought no ensurepip.
+        events = [
+            json.loads(x)
+            for x in (runs / f"hurdle-{task}" / task / "openhands" / "1" / "trajectory.jsonl")
+            .read_text()
+            .splitlines()
+        ]
+        [venv] = [e for e in events if e["kind"] == "command" and "venv env" in e["command"]]
+        assert "venv=1" in venv["output"] and "ensurepip" in venv["output"], venv
