@@ -37,7 +37,7 @@ HELP = {
     "provision": "Make fresh machines on a backend (local, aws, gcp).",
     "machines": "List live machines: name, address, port, ssh command.",
     "destroy": "Destroy provisioned machines (--all also cleans what crashed runs left).",
-    "tasks": "List, show and validate the task catalog.",
+    "tasks": "List, show, validate and add tasks of the catalog.",
     "run": "Run agents on tasks, one fresh machine per attempt, and verify each.",
     "validate-references": "Run the reference setup of tasks and record where it passed.",
     "sweep": "Find and destroy machines that crashed runs left behind.",

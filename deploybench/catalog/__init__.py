@@ -128,8 +128,8 @@ def read_task(path: Path) -> tuple[Any, list[str]]:
 def task_problems(path: Path, tasks_dir: Path | None = None, full: bool = True) -> list[str]:
     """Every problem of one task.yaml: YAML, schema, folder name = id and, with `full`, that a
     verifier folder that exists is whole (and, for a demo task, its artifact, paper and the
-    commit the artifact stages to). A task whose reference setup or verifier is not written yet
-    is valid: `deploybench tasks list` shows that, and `run` refuses such a task."""
+    commit the artifact stages to). That a catalog task's reference setup and verifier exist,
+    and hold no template line left to fill, is validate_all's check."""
     path = Path(path)
     tasks_dir = Path(tasks_dir) if tasks_dir is not None else path.parent.parent
     return _problems_of(path, tasks_dir, *read_task(path), full)
@@ -339,6 +339,10 @@ def validate_all(
                     problems.append(
                         f"{_display(path)}: no {part.replace('_', ' ')} ({where}/{task_id}/)"
                     )
+            # `tasks new` writes all three from templates; each line left to fill is named.
+            from deploybench.catalog import new_task
+
+            problems += new_task.unfilled(task_id, root)
         if isinstance(task_id, str):
             if task_id in ids and ids[task_id].resolve() != path.resolve():
                 problems.append(f"{_display(path)}: field id: {task_id!r} also in {ids[task_id]}")

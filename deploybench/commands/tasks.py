@@ -14,7 +14,7 @@ from deploybench.errors import DeployBenchError
 
 @click.group()
 def tasks() -> None:
-    """List, show and validate the task catalog (tasks/<id>/task.yaml)."""
+    """List, show, validate and add tasks of the catalog (tasks/<id>/task.yaml)."""
 
 
 def _yes(value: object) -> str:
@@ -95,6 +95,23 @@ def _summary(all_tasks: dict[str, dict]) -> str:
 def show(task_id: str) -> None:
     """Print the task.yaml of TASK_ID."""
     click.echo(catalog.task_file(task_id).read_text(), nl=False)
+
+
+@tasks.command("new")
+@click.argument("task_id")
+def new(task_id: str) -> None:
+    """Write a new catalog task's three pieces from commented templates: tasks/TASK_ID/task.yaml,
+    its reference setup (reference_setups/TASK_ID/, an Ansible role) and its hidden verifier
+    (verifiers/TASK_ID/checks.yaml and experiment.sh). Every line to fill says TODO(tasks new);
+    `deploybench tasks validate tasks/TASK_ID` names those left. tasks/README.md walks through
+    it."""
+    from deploybench.catalog import new_task
+
+    for path in new_task.create(task_id):
+        click.echo(f"wrote {path.relative_to(catalog.REPO_ROOT)}")
+    click.echo(
+        f"next: fill every {new_task.MARKER} line, then: deploybench tasks validate tasks/{task_id}"
+    )
 
 
 @tasks.command()
