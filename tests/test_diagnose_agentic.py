@@ -15,6 +15,7 @@ import pytest
 from deploybench.analysis import diagnose_agentic
 from deploybench.backends import kept
 from tests.conftest import REPO, run_cli, start_run
+from tests.fresh_env import ENV_COMMAND, fresh_login, seen
 from tests.scripted_llm import MINI_SUBMIT, Reply, ScriptedLLM
 from tests.test_real_agent import DUMMY_KEY, agent_config
 
@@ -31,6 +32,7 @@ def wrong_pin() -> list[Reply]:
     """An agent that installs what tinytrain needs but lets numpy float to the newest (the task
     says below 1.24), runs nothing, and claims success."""
     return [
+        Reply("First, what this machine has.", ENV_COMMAND),
         Reply(
             "I need python3-venv.",
             "sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive "
@@ -137,6 +139,9 @@ def test_a_failed_attempt_is_kept_diagnosed_on_its_machine_and_ended(
 ):
     run_dir = runs / "diag"
     attempt = run_dir / TASK / "mini-swe-agent" / "1"
+    # What a login shell of vm sees on a fresh machine (made and destroyed before the run, whose
+    # machine is kept).
+    fresh = seen(fresh_login("debian12"))
     with ScriptedLLM(wrong_pin()) as llm:
         config = agent_config(tmp_path, {"mini-swe-agent": {"base_url": llm.base_url}})
         run_cli(
@@ -147,6 +152,13 @@ def test_a_failed_attempt_is_kept_diagnosed_on_its_machine_and_ended(
     [row] = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
     assert row["status"] == "completed" and not row["passed"], row
     before = _snapshot(run_dir)
+    # The agent's commands ran in the machine's own environment, not its scaffold's: the same
+    # python3, pip3 and node, the same sys.prefix, the same deciding variables.
+    events = [json.loads(x) for x in (attempt / "trajectory.jsonl").read_text().splitlines()]
+    first = next(e for e in events if e["kind"] == "command")
+    assert first["command"] == ENV_COMMAND
+    print("fresh:", fresh, "\nagent:", seen(first["output"]))
+    assert seen(first["output"]) == fresh
     listing = run_cli("machines").stdout
     print(listing)
     assert "until" in listing and str(attempt) in listing.replace("\n", "")

@@ -36,6 +36,7 @@ from deploybench import runfolder, trajectories
 from deploybench.analysis import recovery
 from deploybench.trajectories.openhands import INPUT_PREFIX
 from tests.conftest import REPO, run_cli
+from tests.fresh_env import ENV_COMMAND, fresh_login, seen
 from tests.scripted_llm import (
     RUNBOOK,
     Reply,
@@ -337,11 +338,15 @@ def test_the_scaffold_clears_no_hurdle_the_task_sets_its_agent(
         workdir = f"/home/vm/Desktop/{task}"
         return [
             bash("Let me see the project.", f"cd {workdir} && ls"),
+            # Not the first command: OpenHands hands its shell's first output back empty.
+            bash("What this machine has.", ENV_COMMAND),
             bash("The environment.", f"cd {workdir} && python3 -m venv env; echo venv=$?"),
             bash("Done.", f"cd {workdir} && printf 'STATUS: SUCCESS\\n' > RUNBOOK.MD"),
             Reply("", tool="finish", arguments={"message": "Deployed."}),
         ]
 
+    # What a login shell of vm sees on a fresh machine of the same image.
+    fresh = seen(fresh_login("debian13"))
     base = yaml.safe_load(SPEC.read_text())["openhands"]
     for task in ("kvservice_demo24", "tinytrain_demo24"):
         with ScriptedLLM(script(task), dialect="openhands") as llm:
@@ -380,5 +385,9 @@ def test_the_scaffold_clears_no_hurdle_the_task_sets_its_agent(
             .read_text()
             .splitlines()
         ]
+        # OpenHands' commands (its action server's shell) ran in the machine's own environment.
+        [looked] = [e for e in events if e["kind"] == "command" and e["command"] == ENV_COMMAND]
+        print("fresh:", fresh, "\nopenhands:", seen(looked["output"]))
+        assert seen(looked["output"]) == fresh
         [venv] = [e for e in events if e["kind"] == "command" and "venv env" in e["command"]]
         assert "venv=1" in venv["output"] and "ensurepip" in venv["output"], venv
