@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from deploybench.analysis import diagnose_agentic
 from deploybench.backends import kept
+from deploybench.run import diagnosis as diagnose_agentic
 from tests.conftest import REPO, run_cli, start_run
 from tests.fresh_env import ENV_COMMAND, fresh_login, seen
 from tests.scripted_llm import MINI_SUBMIT, Reply, ScriptedLLM
@@ -159,11 +159,9 @@ def test_a_failed_attempt_is_kept_diagnosed_on_its_machine_and_ended(
     assert first["command"] == ENV_COMMAND
     print("fresh:", fresh, "\nagent:", seen(first["output"]))
     assert seen(first["output"]) == fresh
-    listing = run_cli("machines").stdout
-    print(listing)
-    assert "until" in listing and str(attempt) in listing.replace("\n", "")
+    print(run_cli("machines").stdout)
     [machine] = json.loads(run_cli("machines", "--json").stdout).values()
-    assert str(attempt) in machine["kept"]
+    assert machine["kept"].startswith("until ") and str(attempt) in machine["kept"]
 
     with ScriptedLLM(diagnostician(machine["port"])) as doctor:
         config = agent_config(tmp_path, {"mini-swe-agent": {"base_url": doctor.base_url}})
@@ -221,7 +219,8 @@ def test_a_controller_killed_during_a_diagnosis_leaves_nothing_after_sweep(
     monkeypatch.setenv("OPENAI_API_KEY", DUMMY_KEY)
     run_dir = runs / "diagkill"
     run_cli("run", "--agent", "nop", "--tasks", TASK, "--run-id", "diagkill", "--keep-failed", "1")
-    assert "until" in run_cli("machines").stdout
+    [machine] = json.loads(run_cli("machines", "--json").stdout).values()
+    assert machine["kept"].startswith("until ")
 
     # A diagnostic agent that never finishes; the controller is killed once it is at work.
     with ScriptedLLM([Reply("Looking.", "sleep 5; ls")]) as doctor:
@@ -240,8 +239,8 @@ def test_a_controller_killed_during_a_diagnosis_leaves_nothing_after_sweep(
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
-    listing = run_cli("machines").stdout
-    assert "ENDED BY THE NEXT SWEEP: its diagnosis lost its controller" in listing, listing
+    [machine] = json.loads(run_cli("machines", "--json").stdout).values()
+    assert "ENDED BY THE NEXT SWEEP: its diagnosis lost its controller" in machine["kept"]
     swept = run_cli("sweep", "--backend", "local").stdout
     print(swept)
     assert "its diagnosis lost its controller" in swept

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from deploybench import runfolder
-from deploybench.analysis import diagnose, diagnose_agentic, render
-from deploybench.analysis.diagnose_agentic import Agentic
+from deploybench.analysis import diagnose, render
 from deploybench.analysis.load import read_results, read_trajectory
 from deploybench.catalog import Task, load_tasks
 from deploybench.errors import DeployBenchError
@@ -31,8 +31,11 @@ def diagnose_run(
     model: str | None = None,
     base_url: str | None = None,
     out: Path | None = None,
-    agentic: Agentic | None = None,
+    agentic: Any = None,
 ) -> DiagnoseResult:
+    """AGENTIC: the agentic diagnosis (run/diagnosis.py's Agentic, made by the command: this
+    floor does not reach machines), asked first for each failed attempt; None where the attempt
+    has no kept machine."""
     if bool(model) != bool(base_url):
         raise DeployBenchError("--model and --llm-base-url go together (or neither, for rules)")
     run_dir = Path(run_dir)
@@ -49,7 +52,7 @@ def diagnose_run(
             verdict = runfolder.read_verdict(folder) if runfolder.has_verdict(folder) else None
             found = None
             if agentic is not None:
-                found = diagnose_agentic.diagnose_attempt(agentic, run_dir, result, catalog_dir)
+                found = agentic.diagnose(run_dir, result, catalog_dir)
                 agentic_count += found is not None
             if found is None and model:
                 trajectory = runfolder.trajectory_path(folder)
@@ -93,7 +96,7 @@ def diagnose_run(
     source = f"model {model}" if model else "rules"
     if agentic is not None:
         source = (
-            f"agentic ({agentic.agent.name}) on {agentic_count} kept machine(s), "
+            f"agentic ({agentic.name}) on {agentic_count} kept machine(s), "
             f"{source} for the {count - agentic_count} without one"
         )
     return DiagnoseResult(count, source, md, csv)

@@ -182,6 +182,14 @@ class Backend(ABC):
         processes): it is as it was."""
         return self.machines(folder)
 
+    def sshd_port_inside(self, machines: dict[str, dict]) -> int:
+        """The port the machine's sshd listens on, as seen from the machine itself (the
+        agentic diagnosis logs in from there): 22 on a cloud machine."""
+        return 22
+
+    # `sweep` cannot tell a leak from a machine in use: it ends every machine (kept ones too).
+    sweep_ends_every_machine = False
+
     makes_banks = False
     # How a machine reaches a port of the controller's loopback (the run's model gateway): by a
     # reverse forward over the harness's SSH connection, unless the backend bridges it itself.

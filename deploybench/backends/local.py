@@ -250,6 +250,12 @@ class LocalBackend(Backend):
             machine.boot_again(state_home(), name, loopback_ports)
         return self.machines(folder)
 
+    def sshd_port_inside(self, machines: dict[str, dict]) -> int:
+        # The machine's sshd listens on the very port the host forwards to it (local/boot.sh).
+        return int(next(iter(machines.values()))["port"])
+
+    sweep_ends_every_machine = True
+
     def destroy(self, folder: Path) -> None:
         names = self._recorded_names(folder)
         # A `machine up` still running for this deployment would start its machine after we

@@ -309,6 +309,30 @@ def task_files(tasks_dir: Path = TASKS_DIR) -> list[Path]:
     return sorted(Path(tasks_dir).glob("*/task.yaml"))
 
 
+# What `deploybench tasks new` (catalog/new_task.py) marks every line still to fill with.
+TEMPLATE_MARKER = "TODO(tasks new)"
+
+
+def unfilled(task_id: str, root: Path) -> list[str]:
+    """Every line of the task's three pieces that still holds the template's marker, as
+    `<file>:<line>: ...` relative to ROOT."""
+    task = Task(task_id, root)
+    found = []
+    for home in (task.folder, task.role, task.verifier):
+        if not home.is_dir():
+            continue
+        for path in sorted(p for p in home.rglob("*") if p.is_file()):
+            try:
+                lines = path.read_text(errors="replace").splitlines()
+            except OSError:
+                continue
+            for n, line in enumerate(lines, 1):
+                if TEMPLATE_MARKER in line:
+                    where = path.relative_to(root)
+                    found.append(f"{where}:{n}: still the template's {TEMPLATE_MARKER}")
+    return found
+
+
 def validate_all(
     tasks_dir: Path = TASKS_DIR, paths: Iterable[Path | str] | None = None
 ) -> list[str]:
@@ -340,9 +364,7 @@ def validate_all(
                         f"{_display(path)}: no {part.replace('_', ' ')} ({where}/{task_id}/)"
                     )
             # `tasks new` writes all three from templates; each line left to fill is named.
-            from deploybench.catalog import new_task
-
-            problems += new_task.unfilled(task_id, root)
+            problems += unfilled(task_id, root)
         if isinstance(task_id, str):
             if task_id in ids and ids[task_id].resolve() != path.resolve():
                 problems.append(f"{_display(path)}: field id: {task_id!r} also in {ids[task_id]}")

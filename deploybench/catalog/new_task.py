@@ -1,7 +1,7 @@
 """`deploybench tasks new ID`: a new catalog task's three pieces (its task.yaml, its reference
 setup role, its hidden verifier) written from commented templates (new_task_templates/), each
-line still to be filled marked TODO(tasks new). `tasks validate` names every such line left, so
-a task is valid only once a person has filled all three."""
+line still to be filled marked TODO(tasks new). `tasks validate` names every such line left
+(catalog.unfilled), so a task is valid only once a person has filled all three."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import jinja2
 
-from deploybench.catalog import TASK_FILE, Task, schema
+from deploybench.catalog import TASK_FILE, TEMPLATE_MARKER, Task, schema
 from deploybench.errors import DeployBenchError
 from deploybench.paths import REPO_ROOT
 
-MARKER = "TODO(tasks new)"
+MARKER = TEMPLATE_MARKER
 TEMPLATES = Path(__file__).with_name("new_task_templates")
 
 
@@ -50,22 +50,3 @@ def create(task_id: str, root: Path = REPO_ROOT) -> list[Path]:
         target.write_text(env.get_template(rel.as_posix()).render(id=task_id))
         written.append(target)
     return written
-
-
-def unfilled(task_id: str, root: Path) -> list[str]:
-    """Every line of the task's three pieces that still holds the template's marker, as
-    `<file>:<line>: ...` relative to ROOT."""
-    task = Task(task_id, root)
-    found = []
-    for home in (task.folder, task.role, task.verifier):
-        if not home.is_dir():
-            continue
-        for path in sorted(p for p in home.rglob("*") if p.is_file()):
-            try:
-                lines = path.read_text(errors="replace").splitlines()
-            except OSError:
-                continue
-            for n, line in enumerate(lines, 1):
-                if MARKER in line:
-                    found.append(f"{path.relative_to(root)}:{n}: still the template's {MARKER}")
-    return found

@@ -29,8 +29,9 @@ def sweep(backend: str, dry_run: bool) -> None:
 
     Every backend: machines kept after a failed verdict (run --keep-failed) whose time to live
     ran out, or whose diagnosis lost its controller (local: every kept machine)."""
-    found = kept.sweep(backend, dry_run=dry_run, everything=backend == "local")
-    found += get_backend(backend).sweep(dry_run=dry_run)
+    chosen = get_backend(backend)
+    found = kept.sweep(backend, dry_run=dry_run, everything=chosen.sweep_ends_every_machine)
+    found += chosen.sweep(dry_run=dry_run)
     verb = "would destroy" if dry_run else "destroyed"
     for item in found:
         click.echo(f"{verb} {item}")

@@ -147,10 +147,10 @@ def _agentic(name, config, model, base_url, minutes, prices_file):
     from dataclasses import replace
 
     from deploybench.analysis import token_prices
-    from deploybench.analysis.diagnose_agentic import Agentic
     from deploybench.attempt.agents import load_agent, missing_keys
     from deploybench.errors import DeployBenchError
     from deploybench.paths import REPO_ROOT
+    from deploybench.run.diagnosis import Agentic
 
     config = config or REPO_ROOT / "agents" / f"{name}.yaml"
     if not config.is_file():

@@ -109,9 +109,8 @@ def new(task_id: str) -> None:
 
     for path in new_task.create(task_id):
         click.echo(f"wrote {path.relative_to(catalog.REPO_ROOT)}")
-    click.echo(
-        f"next: fill every {new_task.MARKER} line, then: deploybench tasks validate tasks/{task_id}"
-    )
+    folder = catalog.Task(task_id).folder.relative_to(catalog.REPO_ROOT)
+    click.echo(f"next: fill every {new_task.MARKER} line, then tasks validate {folder}")
 
 
 @tasks.command()

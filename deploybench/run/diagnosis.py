@@ -33,6 +33,7 @@ from deploybench.backends import get_backend, inventory, kept
 from deploybench.catalog import Task
 from deploybench.errors import DeployBenchError
 from deploybench.paths import PLAYBOOKS_DIR
+from deploybench.run.gateway import Gateway, Upstream
 
 PROMPT_TEMPLATE = Path(__file__).with_name("diagnose_agent_prompt.md.j2")
 # Where everything of the diagnosis goes on the machine, in the agent's user's home.
@@ -52,11 +53,21 @@ SETUP_SECONDS = 1800
 
 @dataclass
 class Agentic:
-    """How to diagnose: the diagnostic agent's spec, its time, the token prices."""
+    """How to diagnose: the diagnostic agent's spec, its time, the token prices. Handed to
+    analysis/diagnose_run.py, which calls `diagnose` for each failed attempt."""
 
     agent: AgentSpec
     minutes: float = 30.0
     prices: dict[str, tuple[float, float]] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.agent.name
+
+    def diagnose(
+        self, run_dir: Path, result: dict[str, Any], catalog_dir: Path
+    ) -> dict[str, Any] | None:
+        return diagnose_attempt(self, run_dir, result, catalog_dir)
 
 
 def render_prompt(task_id: str, port: int = 22, output_file: str | None = None) -> str:
@@ -125,19 +136,11 @@ def _bundle(where: Path, task: Task, attempt: Path) -> Path:
     return bundle
 
 
-def _sshd_port(machines: dict[str, dict]) -> int:
-    """The port the machine's sshd listens on inside it: a local machine's sshd listens on the
-    port the host forwards to it (local/boot.sh), a cloud machine's on 22."""
-    machine = next(iter(machines.values()))
-    return int(machine["port"]) if machine.get("backend") == "local" else 22
-
-
 def diagnose_attempt(
     options: Agentic, run_dir: Path, result: dict[str, Any], catalog_dir: Path
 ) -> dict[str, Any] | None:
     """Diagnose one failed attempt on its kept machine and end the machine; the diagnosis
     (diagnosis.json's fields), or None when the attempt has no kept machine."""
-    from deploybench.run.gateway import Gateway, Upstream
 
     folder = runfolder.attempt_of(run_dir, result)
     found = kept.of_attempt(folder)
@@ -177,7 +180,7 @@ def diagnose_attempt(
                 "diagnose_bundle": str(bundle),
                 "diagnose_out": str(out.resolve()),
                 "agent_command_prompt": Unsafe(
-                    render_prompt(result["task_id"], _sshd_port(machines))
+                    render_prompt(result["task_id"], backend.sshd_port_inside(machines))
                 ),
                 "agent_command_base_url": Unsafe(gateway.url_for(upstream)),
             }
