@@ -69,6 +69,7 @@ SCAFFOLD = "scaffold.json"  # how the agent's scaffold reached the machine: buil
 VARIANT = "variant.json"  # the verifier's drawn variant (verify/bank.py), the controller's alone
 MODEL_CALLS = "model_calls.jsonl"  # every model call through the run's gateway (run/gateway.py)
 GATEWAY = "gateway.json"  # the attempt's totals at the gateway: calls, tokens, cost, failures
+PREFIX = "reference_prefix.json"  # how far a reference setup's role got (attempt/prefix.py)
 LIVE = "live.json"  # while the attempt runs: its stage and times, for watchers (run/live.py)
 VARIANTS_DIR = "bank_runs"  # a bank's real runs of the experiment (validate-references --bank)
 # Folders of an attempt.
@@ -119,6 +120,7 @@ ATTEMPT_FILES = (
     MODEL_CALLS,
     GATEWAY,
     DIAGNOSIS_AGENT_DIR,
+    PREFIX,
 )
 
 
@@ -207,6 +209,9 @@ class RunSpec:
     image: str | None = None
     upload: str | None = None
     cpu_only: bool | None = None
+    # validate-references --until-blocked: machines without a GPU, the role run as on its own
+    # machine until a step this one cannot take (attempt/prefix.py).
+    until_blocked: bool | None = None
     agent_config: str | None = None
     created_at: str = ""
     # What produced the run (run/provenance.py): the harness's version and commit, and digests
@@ -452,6 +457,16 @@ def read_verdict(attempt: Path) -> dict[str, Any]:
     data = read_json(path)
     contracts.check(contracts.VERDICT, data, str(path))
     return data
+
+
+def write_prefix(attempt: Path, prefix: dict[str, Any]) -> None:
+    _write_json(Path(attempt) / PREFIX, prefix)
+
+
+def read_prefix(attempt: Path) -> dict[str, Any] | None:
+    """How far the reference setup's role got (attempt/prefix.py), if it ran."""
+    path = Path(attempt) / PREFIX
+    return read_json(path) if path.is_file() else None
 
 
 def write_cpu_judgment(attempt: Path, judgment: dict[str, Any]) -> None:

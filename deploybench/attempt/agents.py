@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 
 from deploybench import runfolder, trajectories
-from deploybench.attempt import scaffold_cache
+from deploybench.attempt import prefix, scaffold_cache
 from deploybench.attempt.ansible import Unsafe
 from deploybench.catalog import yamlfile
 from deploybench.errors import DeployBenchError
@@ -65,6 +65,7 @@ class _Reference(Kind):
         trajectories.write(
             trajectories.from_ansible_events(events, task_id), runfolder.trajectory_path(attempt)
         )
+        runfolder.write_prefix(attempt, prefix.summarize(events, task_id))
 
 
 class _Scripted(Kind):

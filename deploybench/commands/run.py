@@ -102,6 +102,8 @@ class RunRequest:
     infra_retries: int | None = None
     keep_failed: int = 0
     keep_hours: float = 4.0
+    until_blocked: bool = False
+    step_seconds: int = 0
 
     def __post_init__(self) -> None:
         if self.selection is not None:
@@ -174,6 +176,7 @@ def _new(request: RunRequest, run_id: str) -> runfolder.RunSpec:
         image=request.image,
         upload=request.upload,
         cpu_only=request.cpu_only or None,
+        until_blocked=request.until_blocked or None,
         agent_config=str(request.agent_config) if request.agent_config else None,
         created_at=now(),
         provenance=provenance.record(list(chosen), agents),
@@ -261,6 +264,8 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
             agent_seconds=spec.agent_seconds,
             upload=spec.upload,
             cpu_only=cpu_only,
+            until_blocked=bool(spec.until_blocked),
+            step_seconds=request.step_seconds,
             bank_dir=banks,
             bank_size=request.bank,
             prices=prices,
@@ -494,10 +499,19 @@ def _cpu_line(run_dir: Path, row: dict) -> str:
     return f"{who}: CPU judgment FAIL ({'; '.join(judgment['problems'])[:300]})"
 
 
+def _put_block(path: Path, key: str, entry: str) -> None:
+    """Rewrite the task file's top-level `key:` block in place (the rest of the file as is), or
+    add it at the end."""
+    text = path.read_text()
+    new, count = re.subn(rf"^{key}:.*\n(?:[ \t]+.*\n)*", entry, text, flags=re.M)
+    if count != 1:
+        new = text.rstrip("\n") + "\n" + entry
+    path.write_text(new)
+
+
 def record_validated(path: Path, row: dict, image: str, left_out: list[str] | None = None) -> None:
     """Rewrite the task's top-level `validated:` entry in place (the rest of the file as is).
     `left_out`: a CPU validation, recorded as such (cpu_only, the GPU checks it left out)."""
-    text = path.read_text()
     entry = (
         f'validated:\n  at: "{row["finished_at"]}"\n  backend: {row["backend"]}\n'
         f"  image: {image}\n  run_id: {row['run_id']}\n"
@@ -508,10 +522,58 @@ def record_validated(path: Path, row: dict, image: str, left_out: list[str] | No
             + entry.split("\n", 1)[1]
             + f"  cpu_only: true\n  left_out: [{', '.join(left_out)}]\n"
         )
-    new, count = re.subn(r"^validated:.*\n(?:[ \t]+.*\n)*", entry, text, flags=re.M)
-    if count != 1:
-        new = text.rstrip("\n") + "\n" + entry
-    path.write_text(new)
+    _put_block(path, "validated", entry)
+
+
+def _step(step: dict | None) -> str:
+    return f"{step['name']} ({step['path']})" if step else ""
+
+
+def prefix_entry(run_dir: Path, row: dict, image: str) -> dict | None:
+    """The task's `prefix_validation` record of one --until-blocked attempt: how far its role
+    got and why it stopped (attempt/prefix.py), or None when the attempt left no verdict."""
+    attempt = runfolder.attempt_of(run_dir, row)
+    prefix = runfolder.read_prefix(attempt)
+    if row["status"] != "completed" or prefix is None:
+        return None
+    spec = runfolder.RunSpec.read(run_dir)
+    harness = (spec.provenance or {}).get("harness") or {}
+    commit = (harness.get("commit") or "unknown")[:12] + ("+dirty" if harness.get("dirty") else "")
+    entry = {
+        "at": row["finished_at"],
+        "backend": row["backend"],
+        "image": image,
+        "run_id": row["run_id"],
+        "harness_commit": commit,
+        "steps_ok": prefix["steps_ok"],
+    }
+    if prefix.get("last_ok"):
+        entry["last_ok"] = _step(prefix["last_ok"])
+    stopped_by, why = prefix["stopped_by"], prefix["why"]
+    if stopped_by == "none" and not row["passed"]:
+        # The role ran to its end; its verifier said no.
+        verdict = runfolder.read_verdict(attempt)
+        failed = [c["name"] for c in verdict["layer2"].get("checks", []) if not c.get("passed")]
+        if not verdict["layer1"]["passed"]:
+            failed.insert(0, f"layer 1 {verdict['layer1'].get('category')}")
+        stopped_by = "verifier"
+        why = "failed: " + (", ".join(failed[:6]) or "see verdict.json")
+    elif stopped_by == "none":
+        why = "the reference setup passed its verifier"
+    if prefix.get("stopped_at"):
+        entry["stopped_at"] = _step(prefix["stopped_at"])
+    return entry | {"stopped_by": stopped_by, "why": why}
+
+
+def record_prefix(path: Path, entry: dict) -> None:
+    """Rewrite the task's top-level `prefix_validation:` entry in place."""
+    _put_block(
+        path,
+        "prefix_validation",
+        yaml.safe_dump(
+            {"prefix_validation": entry}, sort_keys=False, width=100, allow_unicode=True
+        ),
+    )
 
 
 def _bank_lines(run_dir: Path, rows: list[dict]) -> None:
@@ -519,6 +581,35 @@ def _bank_lines(run_dir: Path, rows: list[dict]) -> None:
         note = runfolder.attempt_of(run_dir, row) / runfolder.VARIANTS_DIR / "bank.txt"
         last = note.read_text().strip().splitlines()[-1] if note.is_file() else "no bank made"
         click.echo(f"{row['task_id']}: {last}")
+
+
+# How a role may stop in --until-blocked without failing the command: at a step this machine
+# cannot take (a GPU, an unreachable host), or cut by the per-step limit.
+BLOCKED = ("gpu", "host", "budget")
+
+
+def _blocked(run_dir: Path, row: dict) -> bool:
+    prefix = runfolder.read_prefix(runfolder.attempt_of(run_dir, row)) or {}
+    return row["status"] == "completed" and prefix.get("stopped_by") in BLOCKED
+
+
+def _record_prefixes(run_dir: Path, rows: list[dict], image: str) -> None:
+    """Each attempt's prefix record into its task.yaml, and a table of them."""
+    table = Table("task", "steps ok", "stopped at", "by", "why", title="prefix validation")
+    for row in rows:
+        entry = prefix_entry(run_dir, row, image)
+        if entry is None:
+            table.add_row(row["task_id"], "", "", "", "infrastructure error: nothing recorded")
+            continue
+        record_prefix(catalog.Task(row["task_id"], tasks_dir=TASKS_DIR).file, entry)
+        table.add_row(
+            row["task_id"],
+            str(entry["steps_ok"]),
+            entry.get("stopped_at", ""),
+            entry["stopped_by"],
+            entry["why"][:160],
+        )
+    Console(width=200).print(table)
 
 
 @click.command("validate-references")
@@ -555,6 +646,29 @@ def _bank_lines(run_dir: Path, rows: list[dict]) -> None:
     "(and a few twice, for the spread) on its final machine, and record their results as the "
     "task's bank in --bank-dir (local backend).",
 )
+@click.option(
+    "--until-blocked",
+    is_flag=True,
+    help="Run each role on a machine without a GPU until its first step that needs a GPU or a "
+    "host this machine cannot reach, and record in its task.yaml (prefix_validation) how far "
+    "it got: the last step reached, where and why it stopped (gpu, host, budget, defect; "
+    "verifier or none when it ran to its end), the date and the harness commit. Without "
+    "--tasks: every catalog task not validated yet. Fails only for a role stopped by a defect "
+    "of its own or a verifier that said no.",
+)
+@click.option(
+    "--step-minutes",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="With --until-blocked: the longest one step of a role may run (default 30); past it "
+    "the role stops there, by budget.",
+)
+@click.option(
+    "--minutes",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="The reference setup's whole budget, instead of each task's agent_minutes.",
+)
 def validate_references(
     selection: Selection,
     backend: str,
@@ -564,18 +678,32 @@ def validate_references(
     cpu_only: bool,
     bank_dir: Path | None,
     bank: int,
+    until_blocked: bool,
+    step_minutes: float | None,
+    minutes: float | None,
 ) -> None:
     """Run the reference setup of each task on a fresh machine and record in its task.yaml
     when and where it passed the verifier. A failure leaves the record as it was. With
-    --cpu-only, a GPU task passes on the CPU judgment instead, and a full record is kept."""
+    --cpu-only, a GPU task passes on the CPU judgment instead, and a full record is kept.
+    With --until-blocked, how far each role got on this machine is recorded instead."""
+    if step_minutes is not None and not until_blocked:
+        raise DeployBenchError("--step-minutes is a limit of --until-blocked: add it")
+    if until_blocked and bank:
+        raise DeployBenchError("--bank needs a passing reference, not a prefix: leave one out")
+    if selection.tasks or selection.demo or selection.filtered:
+        chosen = selection
+    elif until_blocked:
+        chosen = Selection(tasks="all", validated=False)
+    else:
+        chosen = Selection(demo=True)  # nothing named: a quick check of the machinery
     run_dir, rows = execute(
         RunRequest(
             backend=backend,
             agent="reference",
-            # Nothing named: the demo tasks (a quick check of the machinery).
-            selection=selection
-            if selection.tasks or selection.demo or selection.filtered
-            else Selection(demo=True),
+            selection=chosen,
+            agent_seconds=int(minutes * 60) if minutes else None,
+            until_blocked=until_blocked,
+            step_seconds=int((step_minutes or 30) * 60) if until_blocked else 0,
             parallel=parallel,
             image=image,
             yes=True,
@@ -588,6 +716,8 @@ def validate_references(
     Console(width=160).print(results_table(rows))
     if bank:
         _bank_lines(run_dir, rows)
+    if until_blocked:
+        _record_prefixes(run_dir, rows, image or get_backend(backend).default_image)
     failed = []
     for row in rows:
         task_file = catalog.Task(row["task_id"], tasks_dir=TASKS_DIR).file
@@ -615,6 +745,8 @@ def validate_references(
         elif row["passed"] and not cpu_only:
             record_validated(task_file, row, image or get_backend(backend).default_image)
             click.echo(f"{row['task_id']}: validated ({row['finished_at']}, {row['backend']})")
+        elif until_blocked and _blocked(run_dir, row):
+            continue  # stopped where this machine cannot go on: the prefix is the record
         else:
             why = (
                 f"layer {row['failure_layer']} {row['failure_category']}"

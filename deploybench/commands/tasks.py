@@ -25,19 +25,30 @@ def _yes(value: object) -> str:
 @click.option(
     "--demo/--catalog", "demo", default=None, help="Only demo tasks / only catalog tasks."
 )
+@click.option(
+    "--long",
+    "long_",
+    is_flag=True,
+    help="Add how far each reference setup got where it cannot finish here "
+    "(validate-references --until-blocked): steps reached, the step it stopped at, by what, why.",
+)
 @selection_options(with_ids=False)
-def list_tasks(demo: bool | None, selection: Selection) -> None:
+def list_tasks(demo: bool | None, long_: bool, selection: Selection) -> None:
     """Print a table of the tasks and, under it, the catalog's counts next to the paper's.
 
     Columns: id, domain, difficulty, gpu, qemu, legacy, main language, the pinned commit,
     whether the reference setup and the verifier are written (setup/verifier), and when the
-    reference setup last passed its verifier. Demo tasks are marked and never counted."""
+    reference setup last passed its verifier. Demo tasks are marked and never counted.
+    With --long, the prefix validation's columns too."""
     all_tasks = catalog.load_tasks()
     shown = select(all_tasks, selection) if selection.filtered else all_tasks
     table = Table(
         "id", "domain", "difficulty", "gpu", "qemu", "legacy", "language", "commit",
         "setup/verifier", "demo", "validated",
     )  # fmt: skip
+    if long_:
+        for column in ("steps ok", "stopped at", "by", "why (prefix validation)"):
+            table.add_column(column, overflow="fold")
     for task_id, t in sorted(shown.items()):
         if demo is not None and bool(t.get("demo")) != demo:
             continue
@@ -58,11 +69,24 @@ def list_tasks(demo: bool | None, selection: Selection) -> None:
             f"{_yes(homes['reference_setup'])}/{_yes(homes['verifier'])}",
             _yes(t.get("demo")),
             validated,
+            *(_prefix_cells(t.get("prefix_validation")) if long_ else ()),
         )
-    console = Console(width=200)
+    console = Console(width=320 if long_ else 200)
     console.print(table)
     if demo is not True:
         console.print(_summary(all_tasks), highlight=False)
+
+
+def _prefix_cells(prefix: dict | None) -> tuple[str, str, str, str]:
+    if not prefix:
+        return "", "", "", "not tried"
+    at = f" ({prefix['at'][:10]}, {prefix['harness_commit']})"
+    return (
+        str(prefix["steps_ok"]),
+        prefix.get("stopped_at", "(its end)"),
+        prefix["stopped_by"],
+        prefix["why"][:200] + at,
+    )
 
 
 def _summary(all_tasks: dict[str, dict]) -> str:

@@ -67,6 +67,10 @@ class RunOptions:
     # the experiment's CPU form; verdicts stay normal and a second judgment without the GPU
     # evidence is written beside them (verification.cpu_judgment).
     cpu_only: bool = False
+    # validate-references --until-blocked: machines without a GPU (the role runs as on its own
+    # machine until its first GPU step), each step of the reference role cut at step_seconds.
+    until_blocked: bool = False
+    step_seconds: int = 0
     # The operator's variant banks (verify/bank.py): where attempts draw their variant from,
     # and, with bank_size, where validate-references --bank records a passing reference's runs.
     bank_dir: Path | None = None
@@ -137,7 +141,7 @@ class Runner:
         return MachineRequest(
             run_id=f"a{secrets.token_hex(4)}",
             image=self.o.image,
-            gpu=bool(task.get("gpu")) and not self.o.cpu_only,
+            gpu=bool(task.get("gpu")) and not (self.o.cpu_only or self.o.until_blocked),
             disk_gb=disk_gb,
             limit_memory_gb=float(sizes.get("memory_gb", 64))
             + self.agents[agent].behaviour.scaffold_memory_gb,
@@ -198,6 +202,8 @@ class Runner:
                 extravars["agent_seconds"] = budget
             if self.o.cpu_only:
                 extravars["cpu_only"] = True
+            if self.o.step_seconds:
+                extravars["agent_reference_step_seconds"] = self.o.step_seconds
             if self.o.bank_dir:
                 extravars["bank_dir"] = str(self.o.bank_dir)
             outside = self.o.backend.judges_from_outside

@@ -1,0 +1,161 @@
+"""How far a reference setup's role got, and why it stopped there: the prefix validation of a
+role that cannot run to its end on this machine (`validate-references --until-blocked`).
+
+A role's steps are read from the Ansible events of its own tasks (and of the shared roles it
+includes, such as gpu_driver), from its first event until the harness's own roles speak again.
+The first step that failed (an error not ignored) is where it stopped, and why is told from
+what that step said:
+- gpu: it needed an NVIDIA GPU or its driver (gpu_driver's refusal, a CUDA check);
+- host: it reached for a host this controller cannot reach (tried again here, port 443 or the
+  URL's own, so a flaky reachable host is never called blocked);
+- budget: the step ran past the per-step limit the prefix validation gives it;
+- defect: anything else, the role's own fault until shown otherwise.
+A role with no failed step ran to its end (`stopped_by: none`)."""
+
+from __future__ import annotations
+
+import re
+import socket
+from typing import Any
+from urllib.parse import urlsplit
+
+# What a step needing a GPU says when the machine has none (gpu_driver's assert, torch's
+# CUDA checks, a CUDA toolchain or driver library looked for).
+_GPU = re.compile(
+    r"no NVIDIA GPU|nvidia-smi|NVIDIA driver|CUDA driver|no CUDA-capable|cuda\.is_available"
+    r"|Torch not compiled with CUDA|libcuda\.so|CUDA_HOME|nvcc: not found|/dev/nvidia",
+    re.IGNORECASE,
+)
+# What a step says when the network refused it (curl, git, pip/urllib3, Ansible's get_url).
+_NETWORK = re.compile(
+    r"Could not resolve host|Name or service not known|Temporary failure in name resolution"
+    r"|Failed to establish a new connection|Network is unreachable|Connection refused"
+    r"|Connection timed out|No route to host|getaddrinfo|Failed to connect to"
+    r"|unable to access 'https?://|Max retries exceeded|Request failed|urlopen error"
+    r"|Could not connect|Connection reset",
+    re.IGNORECASE,
+)
+_URL = re.compile(r"\b(?:https?|git|ssh)://[^\s'\"<>()\]]+")
+_SCP_HOST = re.compile(r"\bgit@([A-Za-z0-9.-]+):")  # git@github.com:owner/name
+# Ansible's words for a task killed by its `timeout` keyword.
+_STEP_TIMEOUT = re.compile(r"failed to execute in the expected time frame", re.IGNORECASE)
+# The harness's role that applies the reference setup, and the one that notes its end, both
+# agent_*: where the role's window ends (roles/agent_reference).
+_HARNESS_ROLE = re.compile(r"^agent_")
+_STEP_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_on_unreachable")
+_TAIL = 600
+
+
+def _data(event: dict[str, Any]) -> dict[str, Any]:
+    return event.get("event_data") or {}
+
+
+def window(events: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
+    """The events of the reference setup's run: from its role's first event until a harness
+    role's next one (the rescue that records a failure, the launch's end)."""
+    out: list[dict[str, Any]] = []
+    for event in events:
+        name = str(_data(event).get("role") or "")
+        if not out:
+            if name == role:
+                out.append(event)
+            continue
+        if name and name != role and _HARNESS_ROLE.match(name):
+            break
+        out.append(event)
+    return out
+
+
+def _said(res: dict[str, Any]) -> str:
+    """What a failed step said, most telling first: its message, then its error output."""
+    parts = [str(res.get(k) or "") for k in ("msg", "stderr", "stdout", "module_stderr")]
+    return "\n".join(p.strip() for p in parts if p.strip())
+
+
+def _command(res: dict[str, Any]) -> str:
+    cmd = res.get("cmd")
+    if isinstance(cmd, list):
+        return " ".join(str(c) for c in cmd)
+    args = (res.get("invocation") or {}).get("module_args") or {}
+    return str(cmd or args.get("url") or args.get("repo") or "")
+
+
+def hosts_named(text: str) -> list[str]:
+    """The hosts of the URLs (and git's user@host: addresses) in text, in order, once each."""
+    found = []
+    for url in _URL.findall(text):
+        host = urlsplit(url).hostname
+        if host and host not in found:
+            found.append(host)
+    for host in _SCP_HOST.findall(text):
+        if host not in found:
+            found.append(host)
+    return found
+
+
+def reachable(host: str, timeout: float = 5.0) -> bool:
+    """Whether this controller opens a TCP connection to host (port 443): tried now, not
+    looked up in a list, so the verdict follows the network the validation ran on."""
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def why_stopped(step: dict[str, Any], probe=reachable) -> tuple[str, str]:
+    """(stopped_by, why) of a failed step: gpu, host, budget or defect."""
+    said = step.get("said", "")
+    text = f"{said}\n{step.get('command', '')}"
+    first = next((ln for ln in said.splitlines() if ln.strip()), step.get("name", ""))[:240]
+    if _STEP_TIMEOUT.search(said):
+        return "budget", first
+    if _GPU.search(text):
+        return "gpu", first
+    if _NETWORK.search(said):
+        blocked = [h for h in hosts_named(text) if not probe(h)]
+        if blocked:
+            return "host", f"{blocked[0]} cannot be reached from here: {first}"
+    return "defect", first
+
+
+def summarize(events: list[dict[str, Any]], role: str, probe=reachable) -> dict[str, Any]:
+    """reference_prefix.json: the steps the role took, the one it stopped at and why."""
+    steps = []
+    stopped = None
+    for event in window(events, role):
+        data = _data(event)
+        if event.get("event") not in _STEP_EVENTS:
+            continue
+        res = data.get("res") or {}
+        step = {
+            "name": str(data.get("task") or ""),
+            "role": str(data.get("role") or ""),
+            "path": _role_path(str(data.get("task_path") or "")),
+        }
+        if event["event"] == "runner_on_ok":
+            steps.append(step)
+            continue
+        if data.get("ignore_errors"):
+            continue
+        said = _said(res)
+        step |= {"said": said[-_TAIL:] if len(said) > _TAIL else said, "command": _command(res)}
+        if event["event"] == "runner_on_unreachable":
+            step["said"] = "the machine stopped answering: " + step["said"]
+        stopped = step
+        break
+    out: dict[str, Any] = {"role": role, "steps_ok": len(steps)}
+    if steps:
+        out["last_ok"] = steps[-1]
+    if stopped is None:
+        return out | {"stopped_by": "none", "why": "the role ran to its end"}
+    kind, why = why_stopped(stopped, probe)
+    if stopped["said"].startswith("the machine stopped answering"):
+        kind = "defect"
+    return out | {"stopped_at": stopped, "stopped_by": kind, "why": why}
+
+
+def _role_path(task_path: str) -> str:
+    """A task's place as <role>/tasks/<file>:<line>, without the checkout it was run from."""
+    match = re.search(r"([^/]+/tasks/[^/]+:\d+)$", task_path)
+    return match.group(1) if match else task_path
