@@ -593,6 +593,38 @@ def _blocked(run_dir: Path, row: dict) -> bool:
     return row["status"] == "completed" and prefix.get("stopped_by") in BLOCKED
 
 
+def _stageable(selection: Selection, mirror: Path | None, backend: str, image: str) -> Selection:
+    """The selected tasks whose sources can be had here; each of the others gets its prefix
+    record now (stopped before any machine, at its staging), so one missing repository does
+    not stop the others' validation."""
+    from deploybench.catalog import staging
+
+    harness = provenance.harness()
+    commit = (harness["commit"] or "unknown")[:12] + ("+dirty" if harness["dirty"] else "")
+    kept = []
+    for task_id, task in _select_tasks(selection).items():
+        try:
+            staging.ensure({task_id: task}, mirror)
+        except DeployBenchError as exc:
+            entry = {
+                "at": now(),
+                "backend": backend,
+                "image": image,
+                "harness_commit": commit,
+                "steps_ok": 0,
+                "stopped_at": "staging its sources (before any machine)",
+                "stopped_by": "host",
+                "why": f"its sources cannot be had here: {exc}"[:400],
+            }
+            record_prefix(catalog.Task(task_id, tasks_dir=TASKS_DIR).file, entry)
+            click.echo(f"{task_id}: stopped at its staging, by host: {exc}")
+        else:
+            kept.append(task_id)
+    if not kept:
+        raise DeployBenchError("no selected task's sources can be had here: nothing to run")
+    return Selection(tasks=",".join(kept))
+
+
 def _record_prefixes(run_dir: Path, rows: list[dict], image: str) -> None:
     """Each attempt's prefix record into its task.yaml, and a table of them."""
     table = Table("task", "steps ok", "stopped at", "by", "why", title="prefix validation")
@@ -696,6 +728,10 @@ def validate_references(
         chosen = Selection(tasks="all", validated=False)
     else:
         chosen = Selection(demo=True)  # nothing named: a quick check of the machinery
+    if until_blocked:
+        chosen = _stageable(
+            chosen, source_mirror, backend, image or get_backend(backend).default_image
+        )
     run_dir, rows = execute(
         RunRequest(
             backend=backend,
