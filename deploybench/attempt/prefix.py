@@ -37,8 +37,10 @@ _NETWORK = re.compile(
 )
 _URL = re.compile(r"\b(?:https?|git|ssh)://[^\s'\"<>()\]]+")
 _SCP_HOST = re.compile(r"\bgit@([A-Za-z0-9.-]+):")  # git@github.com:owner/name
-# Ansible's words for a task killed by its `timeout` keyword.
-_STEP_TIMEOUT = re.compile(r"failed to execute in the expected time frame", re.IGNORECASE)
+# Ansible's words for a task killed by its `timeout` keyword (ansible-core 2.18+, and before).
+_STEP_TIMEOUT = re.compile(
+    r"Timed out after \d+ second|failed to execute in the expected time frame", re.IGNORECASE
+)
 # The harness's role that applies the reference setup, and the one that notes its end, both
 # agent_*: where the role's window ends (roles/agent_reference).
 _HARNESS_ROLE = re.compile(r"^agent_")
@@ -93,11 +95,11 @@ def hosts_named(text: str) -> list[str]:
     return found
 
 
-def reachable(host: str, timeout: float = 5.0) -> bool:
+def reachable(host: str, port: int = 443, timeout: float = 5.0) -> bool:
     """Whether this controller opens a TCP connection to host (port 443): tried now, not
     looked up in a list, so the verdict follows the network the validation ran on."""
     try:
-        with socket.create_connection((host, 443), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False

@@ -1,0 +1,233 @@
+"""validate-references --until-blocked (deploybench/attempt/prefix.py): a role runs on a machine
+without a GPU until a step this machine cannot take, and the task file records how far it got.
+The end-to-end test runs the legacycalc demo's real role, with one step put in its way each time
+(the shared gpu_driver role, a download from a host that cannot resolve, a make target that
+does not exist, a step longer than its limit), on real local machines, from a checkout of its
+own (DEPLOYBENCH_REPO, a git repository so the harness commit is known)."""
+
+import shutil
+import socket
+import subprocess
+import threading
+
+import pytest
+import yaml
+
+from deploybench.attempt import prefix
+from tests.conftest import REPO, run_cli
+
+TASK = "legacycalc_demo24"
+# A host that never resolves (RFC 2606's .invalid): a step reaching for it is blocked here
+# and everywhere, so the test does not hang on what this host's network reaches today.
+NOWHERE = "https://deploybench-prefix-test.invalid/data.tar.gz"
+
+
+def _event(kind, task, role=TASK, path=f"/x/reference_setups/{TASK}/tasks/main.yml:7", **res):
+    return {
+        "event": kind,
+        "event_data": {"task": task, "role": role, "task_path": path, "res": res},
+    }
+
+
+def test_the_window_is_the_role_and_its_shared_roles_and_ends_at_the_harness():
+    events = [
+        _event("runner_on_ok", "Note when the reference setup starts", role="agent_launch"),
+        _event("runner_on_ok", "Check the tree"),
+        _event("runner_on_ok", "Look for an NVIDIA GPU", role="gpu_driver"),
+        _event(
+            "runner_on_failed",
+            "Refuse a machine without an NVIDIA GPU",
+            role="gpu_driver",
+            path="/r/roles/gpu_driver/tasks/main.yml:25",
+            msg="this task runs on the GPU and this machine has no NVIDIA GPU",
+        ),
+        _event("runner_on_ok", "Record that the reference setup failed", role="agent_reference"),
+        _event("runner_on_failed", "a harness step after it", role="agent_launch", msg="x"),
+    ]
+    got = prefix.summarize(events, TASK)
+    assert got["steps_ok"] == 2
+    assert got["last_ok"]["name"] == "Look for an NVIDIA GPU"
+    assert got["stopped_by"] == "gpu"
+    assert got["stopped_at"]["path"] == "gpu_driver/tasks/main.yml:25"
+
+
+def test_an_ignored_error_is_not_where_it_stopped_and_a_clean_run_is_none():
+    events = [
+        _event("runner_on_ok", "one"),
+        {**_event("runner_on_failed", "probe", msg="no such file"), "event_data": {
+            "task": "probe", "role": TASK, "ignore_errors": True, "res": {"msg": "no"}}},
+        _event("runner_on_ok", "two"),
+    ]  # fmt: skip
+    got = prefix.summarize(events, TASK)
+    assert got == {
+        "role": TASK,
+        "steps_ok": 2,
+        "last_ok": {"name": "two", "role": TASK, "path": f"{TASK}/tasks/main.yml:7"},
+        "stopped_by": "none",
+        "why": "the role ran to its end",
+    }
+
+
+@pytest.mark.parametrize(
+    ("said", "command", "kind"),
+    [
+        ("AssertionError\nassert torch.cuda.is_available()", "env/bin/python -c ...", "gpu"),
+        ("Task failed: Timed out after 15 second(s).", "sleep 120", "budget"),
+        ("The command action failed to execute in the expected time frame (5)", "make", "budget"),
+        ("E: Unable to locate package python3.7", "apt", "defect"),
+        ("make: *** No rule to make target 'nope'.  Stop.", "make nope", "defect"),
+    ],
+)
+def test_why_a_step_stopped(said, command, kind):
+    assert prefix.why_stopped({"name": "s", "said": said, "command": command})[0] == kind
+
+
+def test_a_network_error_is_a_host_block_only_when_the_host_is_unreachable_now():
+    # A listening socket on loopback is reachable; an .invalid name never resolves.
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    threading.Thread(target=lambda: server.accept(), daemon=True).start()
+    try:
+        assert prefix.reachable("127.0.0.1", port=port)
+        assert not prefix.reachable("deploybench-prefix-test.invalid", port=port)
+        step = {
+            "name": "Download the data",
+            "said": "Request failed: <urlopen error [Errno -2] Name or service not known>",
+            "command": NOWHERE,
+        }
+        kind, why = prefix.why_stopped(step)
+        assert kind == "host" and why.startswith("deploybench-prefix-test.invalid cannot be")
+        # The same words about a host that answers: the role's own fault, not a block.
+        step["command"] = f"http://127.0.0.1:{port}/data"
+        assert prefix.why_stopped(step, probe=lambda h: prefix.reachable(h, port=port))[0] == (
+            "defect"
+        )
+    finally:
+        server.close()
+
+
+def test_hosts_named_reads_urls_and_git_addresses():
+    text = "git clone git@github.com:a/b.git; curl https://huggingface.co/x https://github.com/y"
+    assert prefix.hosts_named(text) == ["huggingface.co", "github.com"]
+
+
+# ---- end to end, real machines ------------------------------------------------------------
+BLOCKS = {
+    "gpu": """- name: Install the GPU driver
+  ansible.builtin.include_role:
+    name: gpu_driver
+""",
+    "host": f"""- name: Download the test data
+  ansible.builtin.get_url:
+    url: {NOWHERE}
+    dest: /tmp/data.tar.gz
+    mode: "0644"
+    timeout: 10
+""",
+    "defect": """- name: Build a target the Makefile does not have
+  ansible.builtin.command:
+    cmd: make no-such-target
+    chdir: "{{ legacycalc_demo24_workdir }}"
+  changed_when: false
+""",
+    "budget": """- name: Wait longer than a step may
+  ansible.builtin.command:
+    cmd: sleep 120
+  changed_when: false
+""",
+}
+STOPPED_AT = {
+    "gpu": "Refuse a machine without an NVIDIA GPU (the task runs on the GPU) "
+    "(gpu_driver/tasks/main.yml:",
+    "host": f"Download the test data ({TASK}/tasks/main.yml:",
+    "defect": f"Build a target the Makefile does not have ({TASK}/tasks/main.yml:",
+    "budget": f"Wait longer than a step may ({TASK}/tasks/main.yml:",
+}
+# The last step before the inserted one: the role's own assert, or gpu_driver's last look.
+LAST_OK = {
+    "gpu": "Note whether there is one (gpu_driver/tasks/main.yml:",
+    "host": f"Assert the workdir holds the legacycalc sources ({TASK}/tasks/main.yml:",
+}
+LAST_OK["defect"] = LAST_OK["budget"] = LAST_OK["host"]
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    """A git checkout of its own: the harness's playbooks and roles as they are, the legacycalc
+    demo's task, role and verifier copied so that a test can put a step in the role's way."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in ("playbooks", "roles", "agents", "terraform", "ansible.cfg", "verifiers"):
+        (root / name).symlink_to(REPO / name)
+    (root / "tasks").mkdir()
+    shutil.copy(REPO / "tasks/schema.json", root / "tasks/schema.json")
+    shutil.copytree(REPO / "tasks" / TASK, root / "tasks" / TASK)
+    shutil.copytree(REPO / "reference_setups" / TASK, root / "reference_setups" / TASK)
+    task_file = root / "tasks" / TASK / "task.yaml"
+    task_file.write_text(task_file.read_text().split("\nvalidated:")[0] + "\nvalidated: null\n")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "checkout"], check=True)
+    return root
+
+
+def _put_in_the_way(root, block):
+    role = root / "reference_setups" / TASK / "tasks" / "main.yml"
+    text = role.read_text()
+    anchor = "- name: Install the C++ toolchain"
+    assert anchor in text
+    role.write_text(text.replace(anchor, block + "\n" + anchor, 1))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["gpu", "host", "defect", "budget"])
+def test_until_blocked_records_how_far_the_role_got(root_host, runs, checkout, kind):
+    _put_in_the_way(checkout, BLOCKS[kind])
+    env = {"DEPLOYBENCH_REPO": str(checkout)}
+    head = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    # 15 s a step for the step that sleeps; the others keep the default (apt may be slow).
+    limit = ["--step-minutes", "0.25"] if kind == "budget" else []
+    proc = run_cli(
+        "validate-references", "--until-blocked", "--tasks", TASK, *limit,
+        env=env, cwd=checkout, check=False, timeout=900,
+    )  # fmt: skip
+    print(proc.stdout, proc.stderr)
+    # Blocked (gpu, host, budget): done, exit 0; a defect of the role's own fails the command.
+    assert (proc.returncode != 0) == (kind == "defect"), proc.stderr
+    record = yaml.safe_load((checkout / "tasks" / TASK / "task.yaml").read_text())
+    got = record["prefix_validation"]
+    print(got)
+    assert got["stopped_by"] == kind
+    assert got["stopped_at"].startswith(STOPPED_AT[kind])
+    assert got["last_ok"].startswith(LAST_OK[kind])
+    assert got["steps_ok"] >= 4
+    # The role's file changed after the commit: the record says so.
+    assert got["harness_commit"] == head[:12] + "+dirty"
+    assert got["backend"] == "local" and got["image"] == "debian12"
+    assert record["validated"] is None
+    if kind == "host":
+        assert got["why"].startswith("deploybench-prefix-test.invalid cannot be reached")
+    shown = run_cli("tasks", "list", "--long", env=env, cwd=checkout).stdout
+    assert kind in shown and str(got["steps_ok"]) in shown
+    assert (
+        "1 task(s) valid"
+        in run_cli("tasks", "validate", f"tasks/{TASK}", env=env, cwd=checkout).stdout
+    )
+
+
+@pytest.mark.slow
+def test_until_blocked_on_a_role_that_passes_validates_it(root_host, runs, checkout):
+    env = {"DEPLOYBENCH_REPO": str(checkout)}
+    run_cli(
+        "validate-references", "--until-blocked", "--tasks", TASK, env=env, cwd=checkout,
+        timeout=900,
+    )  # fmt: skip
+    record = yaml.safe_load((checkout / "tasks" / TASK / "task.yaml").read_text())
+    got = record["prefix_validation"]
+    assert got["stopped_by"] == "none" and "stopped_at" not in got
+    assert got["why"] == "the reference setup passed its verifier"
+    assert got["harness_commit"].endswith("+dirty") is False
+    assert record["validated"]["run_id"] == got["run_id"]
