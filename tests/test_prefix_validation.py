@@ -74,7 +74,18 @@ def test_an_ignored_error_is_not_where_it_stopped_and_a_clean_run_is_none():
         ("AssertionError\nassert torch.cuda.is_available()", "env/bin/python -c ...", "gpu"),
         ("Task failed: Timed out after 15 second(s).", "sleep 120", "budget"),
         ("The command action failed to execute in the expected time frame (5)", "make", "budget"),
-        ("E: Unable to locate package python3.7", "apt", "defect"),
+        ("No package matching 'python2' is available", "", "image"),
+        (
+            "failed to fetch PPA information, error was: Request failed",
+            "ppa:deadsnakes/ppa",
+            "image",
+        ),
+        (
+            "Validation of arguments failed:\nmissing required arguments: dml_cvpr18_url",
+            "",
+            "input",
+        ),
+        ("E: Sub-process /usr/bin/dpkg returned an error code (1)", "apt", "defect"),
         ("make: *** No rule to make target 'nope'.  Stop.", "make nope", "defect"),
     ],
 )

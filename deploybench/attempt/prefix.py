@@ -9,6 +9,11 @@ what that step said:
 - host: it reached for a host this controller cannot reach (tried again here, port 443 or the
   URL's own, so a flaky reachable host is never called blocked);
 - budget: the step ran past the per-step limit the prefix validation gives it;
+- input: the role's argument spec wants a value only the operator can give (a dataset's URL
+  behind a form), and none was given;
+- image: a package or an apt source of the catalog's cloud image (Ubuntu 22.04) that this
+  machine's distribution lacks (python2, gcc-9, a PPA); the command calls it a defect for a
+  task whose file says it runs here;
 - defect: anything else, the role's own fault until shown otherwise.
 A role with no failed step ran to its end (`stopped_by: none`)."""
 
@@ -33,6 +38,14 @@ _NETWORK = re.compile(
     r"|Connection timed out|No route to host|getaddrinfo|Failed to connect to"
     r"|unable to access 'https?://|Max retries exceeded|Request failed|urlopen error"
     r"|Could not connect|Connection reset",
+    re.IGNORECASE,
+)
+# A role argument the operator must give (its argument spec: required, no default).
+_INPUT = re.compile(r"missing required arguments?: ?(.*)", re.IGNORECASE)
+# apt's and Ansible's apt modules' words for a package or source the distribution lacks.
+_IMAGE = re.compile(
+    r"No package matching '[^']+' is available|Unable to locate package \S+"
+    r"|has no installation candidate|\bppa:\S+",
     re.IGNORECASE,
 )
 _URL = re.compile(r"\b(?:https?|git|ssh)://[^\s'\"<>()\]]+")
@@ -105,15 +118,32 @@ def reachable(host: str, port: int = 443, timeout: float = 5.0) -> bool:
         return False
 
 
+def _first(said: str, default: str) -> str:
+    """The first line a step said, with the next one when it only announces it ("...:")."""
+    lines = [ln.strip() for ln in said.splitlines() if ln.strip()]
+    if not lines:
+        return default[:240]
+    head = lines[0]
+    if head.endswith(":") and len(lines) > 1:
+        head = f"{head} {lines[1]}"
+    return head[:240]
+
+
 def why_stopped(step: dict[str, Any], probe=reachable) -> tuple[str, str]:
-    """(stopped_by, why) of a failed step: gpu, host, budget or defect."""
+    """(stopped_by, why) of a failed step: gpu, host, budget, input, image or defect."""
     said = step.get("said", "")
     text = f"{said}\n{step.get('command', '')}"
-    first = next((ln for ln in said.splitlines() if ln.strip()), step.get("name", ""))[:240]
+    first = _first(said, step.get("name", ""))
     if _STEP_TIMEOUT.search(said):
         return "budget", first
     if _GPU.search(text):
         return "gpu", first
+    needed = _INPUT.search(said)
+    if needed:
+        return "input", f"the operator must give {needed.group(1).strip() or 'a value'}"
+    lacking = _IMAGE.search(text)
+    if lacking:
+        return "image", f"this machine's distribution lacks {lacking.group(0)}: {first}"
     if _NETWORK.search(said):
         blocked = [h for h in hosts_named(text) if not probe(h)]
         if blocked:

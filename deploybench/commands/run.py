@@ -560,6 +560,10 @@ def prefix_entry(run_dir: Path, row: dict, image: str) -> dict | None:
         why = "failed: " + (", ".join(failed[:6]) or "see verdict.json")
     elif stopped_by == "none":
         why = "the reference setup passed its verifier"
+    runs_here = ((load_tasks().get(row["task_id"]) or {}).get("runs_here") or {}).get("local")
+    if stopped_by == "image" and runs_here in ("yes", "with_changes"):
+        # Its file says it runs on this machine: what the distribution lacks is the role's.
+        stopped_by, why = "defect", f"runs_here says {runs_here}, but {why}"
     if prefix.get("stopped_at"):
         entry["stopped_at"] = _step(prefix["stopped_at"])
     return entry | {"stopped_by": stopped_by, "why": why}
@@ -584,13 +588,9 @@ def _bank_lines(run_dir: Path, rows: list[dict]) -> None:
 
 
 # How a role may stop in --until-blocked without failing the command: at a step this machine
-# cannot take (a GPU, an unreachable host), or cut by the per-step limit.
-BLOCKED = ("gpu", "host", "budget")
-
-
-def _blocked(run_dir: Path, row: dict) -> bool:
-    prefix = runfolder.read_prefix(runfolder.attempt_of(run_dir, row)) or {}
-    return row["status"] == "completed" and prefix.get("stopped_by") in BLOCKED
+# cannot take (a GPU, an unreachable host, the cloud image's own packages, the operator's
+# input), or cut by the per-step limit.
+BLOCKED = ("gpu", "host", "budget", "input", "image")
 
 
 def _stageable(selection: Selection, mirror: Path | None, backend: str, image: str) -> Selection:
@@ -625,14 +625,17 @@ def _stageable(selection: Selection, mirror: Path | None, backend: str, image: s
     return Selection(tasks=",".join(kept))
 
 
-def _record_prefixes(run_dir: Path, rows: list[dict], image: str) -> None:
-    """Each attempt's prefix record into its task.yaml, and a table of them."""
+def _record_prefixes(run_dir: Path, rows: list[dict], image: str) -> dict[str, str]:
+    """Each attempt's prefix record into its task.yaml, and a table of them; {task: by what
+    it stopped}."""
     table = Table("task", "steps ok", "stopped at", "by", "why", title="prefix validation")
+    stopped = {}
     for row in rows:
         entry = prefix_entry(run_dir, row, image)
         if entry is None:
             table.add_row(row["task_id"], "", "", "", "infrastructure error: nothing recorded")
             continue
+        stopped[row["task_id"]] = entry["stopped_by"]
         record_prefix(catalog.Task(row["task_id"], tasks_dir=TASKS_DIR).file, entry)
         table.add_row(
             row["task_id"],
@@ -642,6 +645,7 @@ def _record_prefixes(run_dir: Path, rows: list[dict], image: str) -> None:
             entry["why"][:160],
         )
     Console(width=200).print(table)
+    return stopped
 
 
 @click.command("validate-references")
@@ -752,8 +756,11 @@ def validate_references(
     Console(width=160).print(results_table(rows))
     if bank:
         _bank_lines(run_dir, rows)
-    if until_blocked:
+    stopped = (
         _record_prefixes(run_dir, rows, image or get_backend(backend).default_image)
+        if until_blocked
+        else {}
+    )
     failed = []
     for row in rows:
         task_file = catalog.Task(row["task_id"], tasks_dir=TASKS_DIR).file
@@ -781,7 +788,7 @@ def validate_references(
         elif row["passed"] and not cpu_only:
             record_validated(task_file, row, image or get_backend(backend).default_image)
             click.echo(f"{row['task_id']}: validated ({row['finished_at']}, {row['backend']})")
-        elif until_blocked and _blocked(run_dir, row):
+        elif stopped.get(row["task_id"]) in BLOCKED:
             continue  # stopped where this machine cannot go on: the prefix is the record
         else:
             why = (
