@@ -151,6 +151,72 @@ def test_a_machine_that_dies_is_an_infra_error_retried_once(root_host, runs, tmp
     assert not machine_processes(state_home)
 
 
+def test_killed_then_resumed_with_retry_infra_reruns_only_the_infra_rows(
+    root_host, runs, tmp_path, state_home
+):
+    # A run of three attempts, one at a time: the first's machine dies under its agent (an
+    # infrastructure error, no retry), the second completes, the controller is SIGKILLed
+    # while the third runs. `--resume --retry infra` then reruns the infra attempt once (its
+    # row kept, superseded), runs the interrupted one once, and never reruns the finished one.
+    config = tmp_path / "agents.yaml"
+    config.write_text(json.dumps({"sleeper": {"command": "sleep 12"}}))
+    args = [
+        "run", "--agent", "sleeper,nop,overclaim", "--agent-config", config, "--tasks", TASK,
+        "--run-id", "repair", "--infra-retries", "0",
+    ]  # fmt: skip
+    killed = []
+
+    def kill_first_machine():
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            for log in machines_dir(state_home).glob(
+                "*/layer/upper/home/vm/.deploybench/agent.log"
+            ):
+                info = json.loads((log.parents[5] / "machine.json").read_text())
+                time.sleep(1)
+                os.kill(info["init_pid"], signal.SIGKILL)
+                killed.append(info["name"])
+                return
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=kill_first_machine)
+    watcher.start()
+    proc = start_run(*args, quiet=True)
+    run_dir = runs / "repair"
+    deadline = time.monotonic() + 400
+    # The controller dies once the third attempt (overclaim) is under way.
+    while time.monotonic() < deadline and not any(
+        r["agent"] == "overclaim" and r["stage"] in ("stage", "install", "agent")
+        for r in live.running(run_dir)
+    ):
+        time.sleep(0.1)
+    watcher.join()
+    assert killed, "the first attempt's machine was never killed"
+    assert proc.poll() is None, "the run ended before its third attempt could be caught"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    first = run_results(run_dir)
+    assert [(r["agent"], r["status"]) for r in first] == [
+        ("sleeper", "infra_error"), ("nop", "completed")
+    ], first  # fmt: skip
+
+    resume = ["run", "--run-id", "repair", "--resume", "--retry", "infra"]
+    out = run_cli(*resume, timeout=900).stdout
+    assert "--retry infra: 1 attempt(s) to run again" in out, out
+    rows = run_results(run_dir)
+    seen = [(r["agent"], r["status"], r.get("superseded")) for r in rows]
+    assert len(rows) == 4, rows
+    assert seen[:2] == [("sleeper", "infra_error", True), ("nop", "completed", None)], seen
+    assert sorted(seen[2:]) == [("overclaim", "completed", None), ("sleeper", "completed", None)]
+    # Each attempt has exactly one row that counts.
+    counted = [(r["agent"], r["attempt"]) for r in rows if not r.get("superseded")]
+    assert sorted(counted) == [("nop", 1), ("overclaim", 1), ("sleeper", 1)], rows
+    assert not machine_processes(state_home), "the killed run's machine was not destroyed"
+    # Nothing is left to repair.
+    again = run_cli(*resume).stdout
+    assert "0 attempt(s) to run again" in again and len(run_results(run_dir)) == 4, again
+
+
 def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(root_host, runs, state_home):
     args = [
         "run",
