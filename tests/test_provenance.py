@@ -16,6 +16,7 @@ from deploybench.run import provenance
 from tests.conftest import REPO
 
 DEMO = Path(__file__).parent / "analysis" / "fixtures" / "demo_run"
+IMAGE = {"image": "debian12", "recipe_digest": "0b59204aaf2a", "packages_sha256": "c" * 64}
 
 
 def test_the_record_names_the_commit_and_changes_with_a_verifier(tmp_path):
@@ -45,6 +46,7 @@ def _run_with(tmp_path, name, digest):
         "run_id": name,
         "provenance": {
             "harness": {"version": "0.1.0", "commit": "a" * 40, "dirty": False},
+            **({"image": IMAGE} if name == "two" else {}),
             "tasks": {t: {"all": digest if t == sorted(tasks)[0] else "same"} for t in tasks},
             "agents": {},
         },
@@ -57,8 +59,29 @@ def test_pooling_runs_judged_by_other_inputs_is_refused_naming_the_tasks(tmp_pat
     one, task = _run_with(tmp_path, "one", "x" * 64)
     two, _ = _run_with(tmp_path, "two", "y" * 64)
     notes = load.load_runs([one]).notes
-    assert notes[0] == "Run one: deploybench 0.1.0 at commit aaaaaaaaaaaa"
+    assert notes[0] == "Run one: deploybench 0.1.0 at commit aaaaaaaaaaaa; image not recorded"
     with pytest.raises(DeployBenchError, match=f"different task files.*{task}"):
         load.load_runs([one, two])
     pooled = load.load_runs([one, two], allow_mixed=True).notes
+    assert (
+        "Run two: deploybench 0.1.0 at commit aaaaaaaaaaaa; image debian12 (recipe_digest "
+        f"0b59204aaf2a, packages_sha256 {'c' * 64})"
+    ) in pooled
     assert any(n.startswith("Pooled although 1 task(s)") and task in n for n in pooled)
+
+
+@pytest.mark.slow
+def test_a_local_image_is_named_by_its_recipe_and_its_package_set(root_host):
+    # The real image of this host (built now if it was not): the digest is of its dpkg status.
+    import hashlib
+
+    from deploybench.backends import get_backend
+    from deploybench.local import images
+
+    got = get_backend("local").image_identity(None)
+    rootfs = images.image_path("debian12")
+    status = (rootfs / "var/lib/dpkg/status").read_bytes()
+    assert got["image"] == "debian12"
+    assert got["recipe_digest"] == images.recipe_for("debian12").digest()
+    assert got["packages_sha256"] == hashlib.sha256(status).hexdigest()
+    assert b"Package: openssh-server" in status

@@ -42,6 +42,9 @@ def test_demo_reference_passes_nop_fails_overclaim_is_caught(root_host, runs, st
         timeout=1200,
     ).stdout
     assert "SUCCESS (overclaim)" in out
+    # run.json names the image the machines started from, down to its package set.
+    image = json.loads((runs / "demo" / "run.json").read_text())["provenance"]["image"]
+    assert image["image"] == "debian12" and len(image["packages_sha256"]) == 64, image
     rows = run_results(runs / "demo")
     demos = sorted(t for t, d in load_tasks().items() if d.get("demo"))
     assert len(demos) >= 3

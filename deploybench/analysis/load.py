@@ -367,9 +367,12 @@ def _provenance(run_dirs: list[Path], allow_mixed: bool) -> list[str]:
             continue
         h = prov.get("harness") or {}
         dirty = " with uncommitted changes" if h.get("dirty") else ""
+        image = prov.get("image") or {}
+        shown = ", ".join(f"{k} {v}" for k, v in image.items() if k != "image")
         lines.append(
             f"Run {run_dir.name}: deploybench {h.get('version')} at commit "
-            f"{str(h.get('commit'))[:12]}{dirty}"
+            f"{str(h.get('commit'))[:12]}{dirty}; image "
+            + (f"{image.get('image')} ({shown})" if image else "not recorded")
         )
         for task_id, digests in (prov.get("tasks") or {}).items():
             seen.setdefault(task_id, {})[run_dir.name] = (digests or {}).get("all")

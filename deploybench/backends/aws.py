@@ -69,6 +69,18 @@ class AwsBackend(CloudBackend):
     def machine_type(self, gpu: bool) -> str:
         return instance_type(gpu)
 
+    def image_identity(self, image: str | None) -> dict[str, Any]:
+        """The AMI, when the operator pinned one; otherwise Canonical's newest Ubuntu 22.04 is
+        looked up at each machine's launch, and each attempt's machine/terraform.tfstate holds
+        the AMI it got (output ami_id)."""
+        pinned = os.environ.get(AMI_ENV) or None
+        return {
+            "image": image or self.default_image,
+            "ami_id": pinned
+            or "newest Canonical Ubuntu 22.04 at launch (per attempt: "
+            "machine/terraform.tfstate, output ami_id)",
+        }
+
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:
         return {
             "region": region(),

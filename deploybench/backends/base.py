@@ -87,6 +87,11 @@ class Backend(ABC):
             )
         return self.image_pythons[chosen]
 
+    def image_identity(self, image: str | None) -> dict[str, Any]:
+        """What names the image a run's machines start from, for run.json's provenance: by
+        default only its name (a backend that can say more, says more)."""
+        return {"image": image or self.default_image}
+
     @abstractmethod
     def sanity_check(self, request: MachineRequest | None = None) -> None:
         """Raise DeployBenchError naming what is missing before anything is made."""

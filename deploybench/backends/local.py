@@ -175,12 +175,23 @@ class LocalBackend(Backend):
         return after_agent.experiment_again(state_home(), name, attempt, hand, script, logs)
 
     def before_apply(self, request: MachineRequest, folder: Path) -> None:
-        image = request.image or self.default_image
+        self._built(request.image or self.default_image)
+
+    def _built(self, image: str) -> None:
         with _image_build:
             if images.is_built(image):
                 return
             with status_line(f"building the {image} base image (once per host)") as update:
                 images.ensure_image(image, on_line=update)
+
+    def image_identity(self, image: str | None) -> dict[str, Any]:
+        """The image's recipe digest, when it was built, and a digest of the package set it
+        holds (its dpkg status): two runs on images built apart from one recipe differ there
+        when the archive moved between the builds. Built now if it was not (the run's first
+        machine would build it)."""
+        name = image or self.default_image
+        self._built(name)
+        return {"image": name, **images.identity(name)}
 
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:
         return {

@@ -221,6 +221,9 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
     for problem in provider_check.problems(agents, os.environ):
         raise DeployBenchError(problem)
     chosen_backend.check()
+    if not request.resume and spec.provenance is not None:
+        # What the machines start from, named as the backend can (a local image's package set).
+        spec.provenance["image"] = chosen_backend.image_identity(spec.image)
     banks = _banks(request, chosen_backend, chosen)
     if not request.resume:
         from deploybench.run import costs

@@ -257,6 +257,19 @@ def _shift_ownership(rootfs: Path, uid_base: int) -> None:
         raise DeployBenchError(f"shifting the image's ownership to uid {uid_base} failed: {tail}")
 
 
+def identity(name: str) -> dict[str, str]:
+    """A built image's recipe digest, build time and the sha256 of its dpkg status file (every
+    package and version it holds)."""
+    rootfs = image_path(name)
+    meta = json.loads((rootfs.parent / "image.json").read_text())
+    status = hashlib.sha256((rootfs / "var/lib/dpkg/status").read_bytes()).hexdigest()
+    return {
+        "recipe_digest": meta["digest"],
+        "built_at": meta.get("built_at", ""),
+        "packages_sha256": status,
+    }
+
+
 def list_images() -> list[dict]:
     rows = []
     for name, recipe in sorted(RECIPES.items()):
