@@ -149,3 +149,20 @@ def test_an_agent_without_a_cap_makes_the_estimate_say_it_is_no_bound():
     assert not est.bounded and est.unbounded == ["mini-swe-agent"]
     assert "upper bound" not in lines[0] and "model cost not bounded" in lines[0]
     assert "NOT bounded" in lines[0] and "+ models" in lines[0]
+
+
+def test_kept_failed_machines_are_priced_at_the_dearest_and_counted_in_the_total():
+    # --keep-failed 2 --keep-hours 4: which attempts fail is unknown, so the two dearest
+    # planned machines (the GPU ones) are priced for 4 more hours each.
+    tasks = {
+        "adalora_iclr23": {"gpu": True, "agent_minutes": 45, "verify_minutes": 15},
+        "silt_sosp11": {"gpu": False, "agent_minutes": 30, "verify_minutes": 15},
+    }
+    lines: list[str] = []
+    plain = costs.estimate_and_confirm("aws", tasks, ["nop"], yes=True, echo=lines.append)
+    kept = costs.estimate_and_confirm(
+        "aws", tasks, ["nop"], yes=True, echo=lines.append, kept=(2, 4.0)
+    )
+    assert kept.kept_usd == pytest.approx(round((1.3232 + 0.768) * 4, 2))
+    assert kept.total_usd == pytest.approx(round(plain.total_usd + kept.kept_usd, 2))
+    assert "kept failed machines (--keep-failed 2, 4 h each): at most $8.36" in lines[-1]

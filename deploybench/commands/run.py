@@ -244,6 +244,7 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
             prices=prices,
             # The most an attempt holds machines: its wall-clock limit (the runner's), each try.
             ceiling=lambda a: tries * (a.budget_minutes * 60 + STAGING_SECONDS) / 3600,
+            kept=(request.keep_failed, request.keep_hours) if request.keep_failed else None,
         )
     if kinds:
         again = runfolder.to_retry(run_dir, kinds)

@@ -72,6 +72,10 @@ class Estimate:
     model_usd: float = 0.0
     unbounded: list[str] = field(default_factory=list)  # agents whose model cost has no cap
     ceiling_usd: float | None = None  # wall-clock limits and every retry (machines only)
+    # --keep-failed N --keep-hours H: up to N failed attempts' machines live H hours more (the
+    # dearest N planned, as which attempts fail is not known before).
+    kept: tuple[int, float] | None = None
+    kept_usd: float = 0.0
 
     @property
     def bounded(self) -> bool:
@@ -189,6 +193,11 @@ def format_estimate(est: Estimate) -> str:
     lines.append(
         f"  total: {est.machines} machines, {est.machine_hours:.2f} machine-hours, {total}"
     )
+    if est.kept:
+        lines.append(
+            f"  kept failed machines (--keep-failed {est.kept[0]}, {est.kept[1]:g} h each): "
+            f"at most ${est.kept_usd:.2f}, in the total"
+        )
     if est.ceiling_usd is not None:
         lines.append(
             f"  ceiling for the machines: ${est.ceiling_usd:.2f} (every attempt at its "
@@ -251,6 +260,7 @@ def confirm(
     echo: Callable[[str], None] = click.echo,
     overhead_minutes: float = DEFAULT_OVERHEAD_MINUTES,
     ceiling: Callable[[Attempt], float] | None = None,
+    kept: tuple[int, float] | None = None,
 ) -> Estimate | None:
     """Print the estimate of a cloud run and ask before spending; `yes` skips the question.
     A backend that bills nothing (local) is never asked about (returns None). Raises
@@ -265,6 +275,15 @@ def confirm(
             sum(ceiling(a) * price_for(backend, a.gpu, est.prices).usd_per_hour for a in planned),
             2,
         )
+    if kept and kept[0]:
+        rates = sorted(
+            (price_for(backend, a.gpu, est.prices).usd_per_hour for a in planned), reverse=True
+        )
+        est.kept = kept
+        est.kept_usd = round(sum(rates[: kept[0]]) * kept[1], 2)
+        est.total_usd = round(est.total_usd + est.kept_usd, 2)
+        if est.ceiling_usd is not None:
+            est.ceiling_usd = round(est.ceiling_usd + est.kept_usd, 2)
     echo(format_estimate(est))
     if not yes:
         money = (
@@ -286,10 +305,11 @@ def estimate_and_confirm(
     agent_seconds: int | None = None,
     prices: Mapping[str, tuple[float, float]] | None = None,
     ceiling: Callable[[Attempt], float] | None = None,
+    kept: tuple[int, float] | None = None,
 ) -> Estimate | None:
     """What `deploybench run` calls before a cloud run: tasks (id -> task.yaml data) x agents
     x attempts machines, each for its budget; asks unless `yes` (--yes). ceiling(attempt)
     gives the hours one attempt may hold machines at most (its wall-clock limit, retries
-    included)."""
+    included); kept = (--keep-failed, --keep-hours)."""
     planned = attempts_of(tasks, agents, attempts, agent_seconds, prices)
-    return confirm(planned, backend, yes=yes, echo=echo, ceiling=ceiling)
+    return confirm(planned, backend, yes=yes, echo=echo, ceiling=ceiling, kept=kept)
