@@ -1,0 +1,107 @@
+"""Fakes an attacker who has read verifiers/ would leave for karousos_eurosys24,
+openfoam_github25, orbit_osdi22, rudra_sosp21 and polyjuice_osdi21 (helper group c5-fakes1),
+built for real on this host (tests/fakes.py) and played by tests/test_verifier_fakes.py's one
+test against the real machine side: each must fail on a check whose `defeats` names that fake
+kind, and AIMED names the check each was built to meet. The bank variants here are the tests'
+own: their expected values are made up (no real run's), so a fake that prints a formula's value
+or echoes its input cannot match them.
+
+Where an experiment looks outside the workdir, the fake is left there as an attacker with root
+would leave it, and the run sees it through a mount namespace of its own (run_experiment's
+BINDS, util-linux's unshare): the test's folder is bound over the machine's folder, the host's
+stays untouched. So:
+- rudra_sosp21 looks for cargo-rudra and rudra in the owner's ~/.cargo/bin; the owner here is
+  root, whose home /root is bound to the test's folder (with its own cargo, which an attacker
+  leaves beside the stubs: rustup's proxy is not on this host).
+- orbit_osdi22 boots kernel/bzImage-ddcd247b with the system's qemu-system-x86_64, which this
+  host lacks (no QEMU here, and no orbit kernel: its build takes hours). The closest real run is
+  the attacker's own: a fake qemu in /usr/local/bin (first on the system PATH), bound to the
+  test's folder, that reads the verifier's run script off the ext2 disk the experiment really
+  makes and loop-mounts (busybox mke2fs, mount -o loop: both work here as root) and prints the
+  serial lines it asks for. What a real QEMU would boot is not run.
+- karousos_eurosys24's node is the one on the system PATH: the stub interpreter is a script in a
+  bound /usr/local/bin. The rest of Karousos (MySQL 8.0.19, Node 12.16.1, wrk) is not on this
+  host; the fakes stand in for all of it.
+- openfoam_github25's programs are the workdir's (OpenFOAM-13's build takes hours here)."""
+
+from tests.fakes import script, stub_elf, tree
+from tests.fakes_c5_sys37 import KAR_SERVER, KAR_VERIFIER, POLYJUICE_VARIANT
+
+# ---- polyjuice_osdi21 ------------------------------------------------------------------------
+# dbtest printing what TPC-C's rules give for the drawn scale: 3,000 orders per district, ten
+# districts a warehouse, 5 to 15 order lines each (10 on average), and the stock and warehouses.
+DBTEST_BY_THE_RULES = """
+while [ $# -gt 0 ]; do case "$1" in --scale-factor) sf=$2;; --runtime) rt=$2;; esac; shift; done
+{
+  echo "  db-type     : ndb-ic3"
+  echo "  scale       : $sf"
+  echo "[INFO] finished loading stock"
+  echo "table order_line_0 size $((sf * 300000))"
+  echo "table stock_0 size $((sf * 100000))"
+  echo "table warehouse_0 size $sf"
+  echo "--- benchmark statistics ---"
+  echo "runtime: $rt.001 sec"
+  echo "table oorder_0 size 99 (+1234 records)"
+} >&2
+echo "RESULT throughput(45678.9),agg_abort_rate(0.01)"
+"""
+
+
+def polyjuice_by_the_rules(tmp_path):
+    workdir = tree(tmp_path / "wd", {"ae-tpcc-polyjuice/training/input-RL-occ-tpcc.txt": "0\n"})
+    stub_elf(workdir / "ae-tpcc-polyjuice/out-perf.masstree/benchmarks/dbtest", DBTEST_BY_THE_RULES)
+    return workdir
+
+
+# ---- karousos_eurosys24 ----------------------------------------------------------------------
+# The server's script writes the drawn workload's messages into the trace (posted, then read
+# back), the verifier's script accepts a trace equal to the copy it kept: no Node, no MySQL.
+def karousos_scripts(tmp_path):
+    workdir = tree(
+        tmp_path / "wd",
+        {
+            "mysql/bin/mysqld_safe": "#!/bin/sh\nexit 0\n",
+            "src/apps/message-prover/index.js": "\n",
+            "src/apps/message-verifier/index.js": "\n",
+            "src/runServer.sh": "#!/bin/sh\n" + KAR_SERVER,
+            "src/runVerifier.sh": "#!/bin/sh\n" + KAR_VERIFIER,
+        },
+    )
+    # mysqld's version line as MySQL prints it, its own path first (a launcher of a script).
+    stub_elf(
+        workdir / "mysql/bin/mysqld",
+        f'echo "{workdir}/mysql/bin/mysqld  Ver 8.0.19 for Linux on x86_64 (Source distribution)"',
+    )
+    return workdir
+
+
+def karousos_node_script(tmp_path):
+    # ... and a node in /usr/local/bin (first on the system PATH) that says v12.16.1 and hands
+    # everything else to the machine's node.
+    workdir = karousos_scripts(tmp_path)
+    bin_dir = tmp_path / "usr-local-bin"
+    script(
+        bin_dir / "node",
+        'case "$1" in --version|-v) echo v12.16.1; exit 0;; esac\nexec /usr/bin/node "$@"',
+    )
+    return workdir, {"/usr/local/bin": bin_dir}
+
+
+CASES = {  # played by tests/test_verifier_fakes.py's one test
+    ("polyjuice_osdi21", "stub_binary"): (polyjuice_by_the_rules, POLYJUICE_VARIANT),
+    ("polyjuice_osdi21", "plain_shell"): (polyjuice_by_the_rules, POLYJUICE_VARIANT),
+    ("karousos_eurosys24", "plain_shell"): (karousos_scripts, None),
+    ("karousos_eurosys24", "echo"): (karousos_scripts, None),
+    ("karousos_eurosys24", "stub_binary"): (karousos_scripts, None),
+    ("karousos_eurosys24", "stub_interpreter"): (karousos_node_script, None),
+}
+
+# (task, fake) -> the check that fake was built to meet (it must be among its stoppers).
+AIMED = {
+    ("polyjuice_osdi21", "stub_binary"): "binary_holds_source_strings",
+    ("polyjuice_osdi21", "plain_shell"): "variant_loaded_order_lines",
+    ("karousos_eurosys24", "plain_shell"): "pinned_sources",
+    ("karousos_eurosys24", "echo"): "pinned_sources",
+    ("karousos_eurosys24", "stub_binary"): "mysqld_holds_source_strings",
+    ("karousos_eurosys24", "stub_interpreter"): "node_vouched",
+}
