@@ -87,6 +87,61 @@ def karousos_node_script(tmp_path):
     return workdir, {"/usr/local/bin": bin_dir}
 
 
+# ---- openfoam_github25 -----------------------------------------------------------------------
+OPENFOAM_VARIANT = {
+    "id": "vtest0052",
+    "inputs": {"cells": 17},
+    "expected": {"courant_mean": 0.2371, "courant_max": 0.8817},
+    "spread": {},
+}
+PLAT = "platforms/linux64GccDPInt32Opt"
+# blockMesh reading the verifier's N back from the dictionary; foamRun printing a Courant number
+# worked out from it (lid speed 1 m/s x deltaT / cell width 0.1/N) and writing the last time.
+READ_N = r"n=$(sed -n 's/.*hex ([0-9 ]*) (\([0-9]*\) [0-9]* 1).*/\1/p' system/blockMeshDict)"
+BLOCKMESH_ECHO = READ_N + '\necho "  nCells: $((n * n))"\necho End\n'
+FOAMRUN_LOG = """
+cat <<EOF
+Version:  13
+Selecting solver incompressibleFluid
+Courant Number mean: MEAN max: MAX
+time step continuity errors : sum local = 3.1e-09, global = 1e-19, cumulative = 1e-18
+Time = 0.25s
+End
+EOF
+mkdir -p 0.25 && : > 0.25/U && : > 0.25/p
+"""
+FOAMRUN_ECHO = (
+    READ_N
+    + '\nco=$(awk -v n="$n" \'BEGIN { printf "%.6g", 0.0025 * n / 0.1 * 0.9 }\')'
+    + "\nmean=$(awk -v c=\"$co\" 'BEGIN { print c / 4 }')"
+    + FOAMRUN_LOG.replace("MEAN", "$mean").replace("MAX", "$co")
+)
+# The tutorial's own 20 x 20 run, as a documented log shows it: the constant.
+BLOCKMESH_TUTORIAL = 'echo "  nCells: 400"\necho End\n'
+FOAMRUN_TUTORIAL = FOAMRUN_LOG.replace("MEAN", "0.222").replace("MAX", "0.852")
+
+
+def openfoam(blockmesh, foamrun):
+    def build(tmp_path):
+        workdir = tree(
+            tmp_path / "wd",
+            {
+                f"{PLAT}/lib/libfiniteVolume.so": "x\n",
+                "tutorials/incompressibleFluid/cavity/system/blockMeshDict": (
+                    "blocks\n(\n    hex (0 1 2 3 4 5 6 7) (20 20 1) simpleGrading (1 1 1)\n);\n"
+                ),
+                "tutorials/incompressibleFluid/cavity/system/controlDict": (
+                    "endTime         0.5;\ndeltaT          0.005;\nwriteInterval   20;\n"
+                ),
+            },
+        )
+        stub_elf(workdir / PLAT / "bin/blockMesh", blockmesh)
+        stub_elf(workdir / PLAT / "bin/foamRun", foamrun)
+        return workdir
+
+    return build
+
+
 CASES = {  # played by tests/test_verifier_fakes.py's one test
     ("polyjuice_osdi21", "stub_binary"): (polyjuice_by_the_rules, POLYJUICE_VARIANT),
     ("polyjuice_osdi21", "plain_shell"): (polyjuice_by_the_rules, POLYJUICE_VARIANT),
@@ -94,6 +149,15 @@ CASES = {  # played by tests/test_verifier_fakes.py's one test
     ("karousos_eurosys24", "echo"): (karousos_scripts, None),
     ("karousos_eurosys24", "stub_binary"): (karousos_scripts, None),
     ("karousos_eurosys24", "stub_interpreter"): (karousos_node_script, None),
+    ("openfoam_github25", "echo"): (openfoam(BLOCKMESH_ECHO, FOAMRUN_ECHO), OPENFOAM_VARIANT),
+    ("openfoam_github25", "stub_binary"): (
+        openfoam(BLOCKMESH_ECHO, FOAMRUN_ECHO),
+        OPENFOAM_VARIANT,
+    ),
+    ("openfoam_github25", "constant"): (
+        openfoam(BLOCKMESH_TUTORIAL, FOAMRUN_TUTORIAL),
+        OPENFOAM_VARIANT,
+    ),
 }
 
 # (task, fake) -> the check that fake was built to meet (it must be among its stoppers).
@@ -104,4 +168,7 @@ AIMED = {
     ("karousos_eurosys24", "echo"): "pinned_sources",
     ("karousos_eurosys24", "stub_binary"): "mysqld_holds_source_strings",
     ("karousos_eurosys24", "stub_interpreter"): "node_vouched",
+    ("openfoam_github25", "echo"): "variant_courant_max",
+    ("openfoam_github25", "stub_binary"): "programs_hold_source_strings",
+    ("openfoam_github25", "constant"): "hidden_mesh_size",
 }
