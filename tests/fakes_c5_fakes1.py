@@ -24,6 +24,9 @@ stays untouched. So:
   host; the fakes stand in for all of it.
 - openfoam_github25's programs are the workdir's (OpenFOAM-13's build takes hours here)."""
 
+import os
+import pwd
+
 from tests.fakes import script, stub_elf, tree
 from tests.fakes_c5_sys37 import KAR_SERVER, KAR_VERIFIER, POLYJUICE_VARIANT
 
@@ -142,6 +145,44 @@ def openfoam(blockmesh, foamrun):
     return build
 
 
+# ---- rudra_sosp21 ----------------------------------------------------------------------------
+# cargo-rudra as grep: on a crate with unsafe code it reports the function that reads through a
+# pointer and the struct with an unbounded Sync impl, by the names the verifier drew.
+CARGO_RUDRA_GREP = r"""
+name=$(sed -n 's/^name = "\(.*\)"/\1/p' Cargo.toml)
+echo "[rudra-progress] Running cargo rudra"
+echo "[rudra-progress] Running rudra for target lib:$name"
+if grep -q 'ptr::read' src/lib.rs; then
+  f=$(sed -n 's/^pub fn \(map_[0-9]*\).*/\1/p' src/lib.rs)
+  h=$(sed -n 's/^unsafe impl<T> Sync for \(Holder[0-9]*\)<T>.*/\1/p' src/lib.rs)
+  echo "Warning (UnsafeDataflow:/ReadFlow): Potential unsafe dataflow issue in \`$f\`"
+  echo "Error (SendSyncVariance:/ApiSyncForSync): Suspicious impl of \`Sync\` found"
+  echo "unsafe impl<T> Sync for $h<T> {}"
+fi
+echo "[rudra-progress] cargo rudra finished"
+"""
+
+
+def rudra(elf):
+    def build(tmp_path):
+        workdir = tree(tmp_path / "wd", {"README.md": "# Rudra\n"})
+        # The owner's home as the experiment finds it (/etc/passwd's), bound to this folder.
+        home_of_owner = pwd.getpwuid(os.stat(workdir).st_uid).pw_dir
+        home = tmp_path / "home"
+        bin_dir = home / ".cargo/bin"
+        # `cargo rudra` runs cargo-rudra beside it, as cargo does with a subcommand.
+        script(bin_dir / "cargo", 'sub=$1; shift; exec "${0%/*}/cargo-$sub" "$@"')
+        if elf:
+            stub_elf(bin_dir / "cargo-rudra", CARGO_RUDRA_GREP)
+            stub_elf(bin_dir / "rudra", "exit 0")
+        else:
+            script(bin_dir / "cargo-rudra", CARGO_RUDRA_GREP)
+            script(bin_dir / "rudra", "exit 0")
+        return workdir, {home_of_owner: home}
+
+    return build
+
+
 CASES = {  # played by tests/test_verifier_fakes.py's one test
     ("polyjuice_osdi21", "stub_binary"): (polyjuice_by_the_rules, POLYJUICE_VARIANT),
     ("polyjuice_osdi21", "plain_shell"): (polyjuice_by_the_rules, POLYJUICE_VARIANT),
@@ -158,6 +199,9 @@ CASES = {  # played by tests/test_verifier_fakes.py's one test
         openfoam(BLOCKMESH_TUTORIAL, FOAMRUN_TUTORIAL),
         OPENFOAM_VARIANT,
     ),
+    ("rudra_sosp21", "stub_binary"): (rudra(elf=True), None),
+    ("rudra_sosp21", "echo"): (rudra(elf=True), None),
+    ("rudra_sosp21", "plain_shell"): (rudra(elf=False), None),
 }
 
 # (task, fake) -> the check that fake was built to meet (it must be among its stoppers).
@@ -171,4 +215,7 @@ AIMED = {
     ("openfoam_github25", "echo"): "variant_courant_max",
     ("openfoam_github25", "stub_binary"): "programs_hold_source_strings",
     ("openfoam_github25", "constant"): "hidden_mesh_size",
+    ("rudra_sosp21", "stub_binary"): "cargo_rudra_holds_source_strings",
+    ("rudra_sosp21", "echo"): "rudra_holds_source_strings",
+    ("rudra_sosp21", "plain_shell"): "rudra_installed",
 }
