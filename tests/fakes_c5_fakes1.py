@@ -28,7 +28,7 @@ import os
 import pwd
 
 from tests.fakes import script, stub_elf, tree
-from tests.fakes_c5_sys37 import KAR_SERVER, KAR_VERIFIER, POLYJUICE_VARIANT
+from tests.fakes_c5_sys37 import KAR_SERVER, KAR_VERIFIER, POLYJUICE_VARIANT, bzimage, prog
 
 # ---- polyjuice_osdi21 ------------------------------------------------------------------------
 # dbtest printing what TPC-C's rules give for the drawn scale: 3,000 orders per district, ten
@@ -183,6 +183,50 @@ def rudra(elf):
     return build
 
 
+# ---- orbit_osdi22 ----------------------------------------------------------------------------
+# A QEMU that boots nothing: it reads the verifier's run script off the disk the experiment made
+# (debugfs, e2fsprogs'), and writes the serial lines the checks cut: the 5.4.91 banner, the
+# marker worked out from the script, the release, three snap rows for each drawn size with a
+# time that grows with the size, then exits 0 as a guest powering off does.
+QEMU_ECHO = r"""
+for a; do
+  case "$a" in
+    file:*) serial=${a#file:};;
+    file=*verifier.img*) disk=${a#file=}; disk=${disk%%,*};;
+  esac
+done
+run=$(/usr/sbin/debugfs -R 'cat /run.sh' "$disk" 2>/dev/null)
+set -- $(echo "$run" | sed -n 's/.*orbit-verifier-\$((\([0-9]*\) \* \([0-9]*\))).*/\1 \2/p')
+sizes=$(echo "$run" | sed -n 's/^for s in \(.*\); do$/\1/p')
+{
+  echo "[    0.000000] Linux version 5.4.91+ (builder@host) (gcc version 12.2.0) #1 SMP"
+  echo "ORBIT-MARKER orbit-verifier-$(($1 * $2))"
+  echo "ORBIT-RELEASE 5.4.91+"
+  for s in $sizes; do for i in 1 2 3; do echo "ORBIT-CSV $s,$((s / 8 + 1000 + i))"; done; done
+  echo ORBIT-DONE
+} > "$serial"
+"""
+
+
+def orbit(elf):
+    def build(tmp_path):
+        files = {f"kernel/kernel/k{i}.o": "o\n" for i in range(60)}
+        files["kernel/.config"] = (
+            "CONFIG_MEMCG=y\nCONFIG_CFS_BANDWIDTH=y\n# CONFIG_COMPACTION is not set\n"
+        )
+        files["kernel/vmlinux"] = "\x7fELF\n"
+        workdir = tree(tmp_path / "wd", files)
+        bzimage(workdir / "kernel/bzImage-ddcd247b", "5.4.91+")
+        image = bytearray(4096)
+        image[1080:1082] = b"\x53\xef"  # ext4's magic
+        (workdir / "qemu-image.img").write_bytes(bytes(image))
+        bin_dir = tmp_path / "usr-local-bin"
+        prog(bin_dir / "qemu-system-x86_64", QEMU_ECHO, elf)
+        return workdir, {"/usr/local/bin": bin_dir}
+
+    return build
+
+
 CASES = {  # played by tests/test_verifier_fakes.py's one test
     ("polyjuice_osdi21", "stub_binary"): (polyjuice_by_the_rules, POLYJUICE_VARIANT),
     ("polyjuice_osdi21", "plain_shell"): (polyjuice_by_the_rules, POLYJUICE_VARIANT),
@@ -202,6 +246,8 @@ CASES = {  # played by tests/test_verifier_fakes.py's one test
     ("rudra_sosp21", "stub_binary"): (rudra(elf=True), None),
     ("rudra_sosp21", "echo"): (rudra(elf=True), None),
     ("rudra_sosp21", "plain_shell"): (rudra(elf=False), None),
+    ("orbit_osdi22", "stub_binary"): (orbit(elf=True), None),
+    ("orbit_osdi22", "echo"): (orbit(elf=False), None),
 }
 
 # (task, fake) -> the check that fake was built to meet (it must be among its stoppers).
@@ -218,4 +264,6 @@ AIMED = {
     ("rudra_sosp21", "stub_binary"): "cargo_rudra_holds_source_strings",
     ("rudra_sosp21", "echo"): "rudra_holds_source_strings",
     ("rudra_sosp21", "plain_shell"): "rudra_installed",
+    ("orbit_osdi22", "stub_binary"): "qemu_holds_version_text",
+    ("orbit_osdi22", "echo"): "qemu_vouched",
 }
