@@ -3,11 +3,13 @@ built for real on this host (tests/fakes.py). Each fake prints exactly what the 
 (the drawn inputs read back where it can see them, the published lines otherwise). CASES are
 played by tests/test_verifier_fakes.py's one test against the real machine side: each must fail
 on a check whose `defeats` names that fake kind. STILL_PASSING are the fakes no check stops yet,
-played by tests/test_fakes_c5_sys37.py. None of these tasks has a bank yet (variant None).
+played by tests/test_fakes_c5_sys37.py. Of these tasks only polyjuice_osdi21 has a bank since
+(its variant is the tests' own); the others' variant is None.
 
-Not run on this host: orbit_osdi22 (its machine side loop-mounts a disk image once a kernel
-passes the first check), rudra_sosp21 and storm_osdi21 (their programs are looked up only in the
-owner's home, which here is /root: a fake there would be outside the test's folders)."""
+Not built here: storm_osdi21 (its programs are looked up only in the owner's home, which here
+is /root). orbit_osdi22 and rudra_sosp21, and karousos_eurosys24 and openfoam_github25 again,
+have fakes in tests/fakes_c5_fakes1.py, which binds a test folder over the machine's folder
+where an experiment looks outside the workdir."""
 
 from tests.fakes import script, stub_elf, tree
 
@@ -285,6 +287,15 @@ echo "RESULT throughput(45678.9),agg_abort_rate(0.01)"
 """
 
 
+# A bank variant of the tests' own (its order-line count is made up, no real run's).
+POLYJUICE_VARIANT = {
+    "id": "vtest0051",
+    "inputs": {"scale_factor": 3},
+    "expected": {"loaded_order_lines": 899131},
+    "spread": {},
+}
+
+
 def polyjuice(tmp_path):
     workdir = tree(tmp_path / "wd", {"ae-tpcc-polyjuice/training/input-RL-occ-tpcc.txt": "0\n"})
     stub_elf(workdir / "ae-tpcc-polyjuice/out-perf.masstree/benchmarks/dbtest", DBTEST)
@@ -360,11 +371,12 @@ CASES = {  # played by tests/test_verifier_fakes.py's one test
     ("qsym_usenixsec18", "stub_interpreter"): (qsym(elf=False), None),
     ("qsym_usenixsec18", "stub_binary"): (qsym(elf=True), None),
     ("qsym_usenixsec18", "constant"): (qsym(elf=False), None),
+    # Stopped since the c5-fakes1 hardening: the bank's loaded order lines (a scale factor's
+    # count only the real loader gives) and the source strings a launcher lacks.
+    ("polyjuice_osdi21", "echo"): (polyjuice, POLYJUICE_VARIANT),
 }
 
 # Fakes that PASS these verifiers today (group c5-sys37 ran out of time before hardening them):
 # each is played and must still pass, so the day a verifier stops it its test fails and the
 # case moves to CASES with the check that now defeats it.
-STILL_PASSING = {
-    ("polyjuice_osdi21", "echo"): polyjuice,
-}
+STILL_PASSING = {}

@@ -13,6 +13,7 @@ import pytest
 from deploybench.catalog import checks as checks_mod
 from deploybench.verify import bank, verification
 from tests import (
+    fakes_c5_fakes1,
     fakes_c5_sys37,
     fakes_ml37a,
     fakes_ml37b,
@@ -195,11 +196,12 @@ CASES = {
 
 CASES |= fakes_systems_sci.CASES | fakes_ml37a.CASES | fakes_ml37b.CASES
 CASES |= fakes_c5_sys37.CASES
+CASES |= fakes_c5_fakes1.CASES
 CASES |= fakes_systems_val.CASES
 CASES |= fakes_ml_val.CASES
 CASES |= fakes_ml_val_b.CASES
 # (task, fake) -> the check that fake was built to meet, which must be among its stoppers.
-AIMED = fakes_ml37b.AIMED | fakes_ml_val.AIMED
+AIMED = fakes_ml37b.AIMED | fakes_ml_val.AIMED | fakes_c5_fakes1.AIMED
 
 
 def defeats_of(task_id):
@@ -215,7 +217,10 @@ def test_a_fake_fails_on_a_check_that_says_it_defeats_it(task_id, fake, tmp_path
     build, variant = CASES[(task_id, fake)]
     assert fake in checks_mod.FAKES
     workdir = build(tmp_path)
-    verdict = run_experiment(task_id, workdir, tmp_path / "logs", variant=variant)
+    # A fake left outside the workdir (the owner's home, the system PATH) comes as (workdir,
+    # {machine folder: test folder}): the run sees the test's folder there (verifier_states.py).
+    workdir, binds = workdir if isinstance(workdir, tuple) else (workdir, None)
+    verdict = run_experiment(task_id, workdir, tmp_path / "logs", variant=variant, binds=binds)
     failed = {c["name"] for c in verdict["layer2"]["checks"] if not c["passed"]}
     assert verdict["passed"] is False
     # This host has no GPU: GPU evidence fails for every state here, so it never counts as

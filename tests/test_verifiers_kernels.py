@@ -36,6 +36,7 @@ SHALLOW_FAILS_ON = {
         "guest_release",
         "kernel_built_here",
         "kernel_has_orbit_config",
+        "kernel_has_orbit_syscalls",
         "kernel_is_5_4_91",
         "large_call_latency",
         "latency_grows_with_size",

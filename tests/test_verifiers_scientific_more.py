@@ -55,7 +55,12 @@ SHALLOW_FAILS_ON = {
         "potential_per_water",
         "waters_for_the_hidden_box",
     ],
-    "openfoam_github25": ["hidden_mesh_size", "library_built", "solver_built"],
+    "openfoam_github25": [
+        "hidden_mesh_size",
+        "library_built",
+        "programs_hold_source_strings",
+        "solver_built",
+    ],
     "kaldi_asru11": [
         "binaries_built",
         "binaries_hold_source_strings",
@@ -76,7 +81,12 @@ SHALLOW_FAILS_ON = {
         "racket_vouched",
     ],
     "storm_osdi21": ["bug_build_fails", "bug_found"],
-    "rudra_sosp21": ["hidden_bugs_reported", "rudra_installed"],
+    "rudra_sosp21": [
+        "cargo_rudra_holds_source_strings",
+        "hidden_bugs_reported",
+        "rudra_holds_source_strings",
+        "rudra_installed",
+    ],
     "uslope_osdi24": ["archives_smaller", "binary_built", "search_only_matches"],
 }
 

@@ -36,11 +36,14 @@ def edit(path, old, new):
     path.write_text(text.replace(old, new))
 
 
-def run_experiment(task_id, workdir, log_dir, seconds=300, inputs=None, variant=None):
+def run_experiment(task_id, workdir, log_dir, seconds=300, inputs=None, variant=None, binds=None):
     """The task's machine side on this host as the verify_hidden role runs it on a machine: the
     trusted busybox shell, a clean environment, a tools folder; then the verdict judged here.
     INPUTS: the variant's inputs (default: drawn at random, as without a bank); VARIANT: a bank
-    variant ({id, inputs, expected, spread}) whose results are judged too."""
+    variant ({id, inputs, expected, spread}) whose results are judged too. BINDS: {machine
+    folder: test folder}, each bound over the machine's folder in a mount namespace of the run's
+    own (unshare -m): where an experiment looks outside the workdir (the owner's home, the
+    system PATH), it finds the test's folder, and the host's stays as it was."""
     bb = toolkit.busybox()
     tools = log_dir.parent / f"{log_dir.name}-tools"
     scratch = log_dir.parent / f"{log_dir.name}-scratch"
@@ -59,13 +62,23 @@ def run_experiment(task_id, workdir, log_dir, seconds=300, inputs=None, variant=
         "SCRATCH": str(scratch),
         "TOOLS": str(tools),
     }
+    command = [bb, "timeout", str(seconds), bb, "sh", str(script)]
+    if binds:
+        mounts = "".join(
+            f'{bb} mount -o bind "{src}" "{dst}" || exit 99\n' for dst, src in binds.items()
+        )
+        unshare = shutil.which("unshare")
+        assert unshare, "the run needs util-linux's unshare"
+        shell = [bb, "sh", "-c", mounts + 'exec "$@"', "run"]
+        command = [unshare, "-m", "--propagation", "private", *shell, *command]
     proc = subprocess.run(
-        [bb, "timeout", str(seconds), bb, "sh", script],
+        command,
         env=env,
         capture_output=True,
         timeout=seconds + 30,
     )
-    assert proc.returncode == 0, (log_dir / "verifier_stdout.log").read_text()
+    stdout_log = log_dir / "verifier_stdout.log"
+    assert proc.returncode == 0, stdout_log.read_text() if stdout_log.exists() else proc.stderr
     result = verdict(task_id, log_dir)
     if variant is not None:
         from deploybench.verify import bank

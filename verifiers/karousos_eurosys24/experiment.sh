@@ -6,8 +6,12 @@
 # and parses the binlog with the patched mysqlbinlog) and then the Karousos verifier
 # (./runVerifier.sh), as the owner of WORKDIR with KAR_HOME=WORKDIR. Then it changes one drawn
 # message in one response of the recorded trace and runs the verifier again: an auditor that
-# re-executes the requests must reject that trace. Outputs are collected for checks.yaml.
-# RUNBOOK.MD is never read.
+# re-executes the requests must reject that trace. What runs is vouched for first: the
+# repository's scripts and the JavaScript they start are pinned (blob ids), mysqld must hold
+# MySQL's own version format and release string (a launcher of a script holds neither), and the
+# node on the system PATH is vouched (an ELF or a package's, never a script) and must hold
+# Node 12.16.1's release string and N-API's exported names. Outputs are collected for
+# checks.yaml. RUNBOOK.MD is never read.
 SRC="$WORKDIR/src"
 MY=""
 for d in "$WORKDIR/mysql/usr/local/mysql" "$WORKDIR/mysql" "/home/$OWNER/mysql/usr/local/mysql" /usr/local/mysql; do
@@ -20,8 +24,21 @@ done
   echo "node: $(as_owner node --version 2>&1 | head -n 1)"
   [ -d "$SRC/apps/message-prover" ] && echo "prover: yes" || echo "prover: no"
   [ -d "$SRC/apps/message-verifier" ] && echo "verifier: yes" || echo "verifier: no"
+  # mysqld.cc's print_version format and the release it is handed (a separate constant).
+  for lit in "  Ver %s for %s on %s (%s)" "8.0.19"; do
+    has_text "$MY/bin/mysqld" "$lit" && echo "mysqld string '$lit': yes" || echo "mysqld string '$lit': no"
+  done
+  # Node's release string and names of the N-API it exports to addons.
+  NODE=$(PATH=$SYSTEM_PATH command -v node)
+  for lit in "v12.16.1" "napi_create_function" "napi_get_uv_event_loop"; do
+    has_text "$NODE" "$lit" && echo "node string '$lit': yes" || echo "node string '$lit': no"
+  done
 } >"$LOG_DIR/binary.txt" 2>&1
 cat "$LOG_DIR/binary.txt" >"$LOG_DIR/01_binary.log"
+vouch node node
+pinned src/runServer.sh src/runVerifier.sh src/env.sh src/create_trace.py \
+  src/send_request_lua/send_request_message.lua src/runServer/index.js src/runVerifier/index.js \
+  src/verifier-lib/src/cov.js
 
 R=$(od -An -tu4 -N4 /dev/urandom | tr -d ' ')
 N=$((R % 4 + 4))

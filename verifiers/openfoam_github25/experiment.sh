@@ -8,7 +8,10 @@
 # a copy of the cavity tutorial whose mesh size the verifier picks now (N x N cells, N from 12 to
 # 28) and whose run is shortened to t = 0.25 (deltaT 0.0025, 100 steps). Collects the logs, the
 # cell count blockMesh reports beside the expected one, and the listing of the last time folder;
-# checks.yaml judges them on the controller. RUNBOOK.MD is never read.
+# checks.yaml judges them on the controller. N is the controller's draw ($VARIANT_CELLS): the
+# Courant numbers foamRun prints at the last step are what only the real solver gives for it
+# (compared with the operator's bank), and string literals of foamRun.C and blockMesh.C are
+# looked for in the two programs (a launcher of a script has none). RUNBOOK.MD is never read.
 {
   for f in "$WORKDIR"/platforms/*/bin/foamRun "$WORKDIR"/platforms/*/bin/blockMesh; do
     [ -e "$f" ] || continue
@@ -17,10 +20,18 @@
     echo "magic: $(head -c4 "$f" | od -An -tx1 | tr -d ' \n')"
   done
   ls -d "$WORKDIR"/platforms/*/lib/libfiniteVolume.so 2>/dev/null | sed 's/^/library: /'
+  # String literals of foamRun.C and blockMesh.C at the pinned commit, compiled into each.
+  f=$(ls -d "$WORKDIR"/platforms/*/bin/foamRun 2>/dev/null | head -n1)
+  lit="solver not specified in the controlDict or on the command-line"
+  has_text "$f" "$lit" && echo "foamRun string '$lit': yes" || echo "foamRun string '$lit': no"
+  f=$(ls -d "$WORKDIR"/platforms/*/bin/blockMesh 2>/dev/null | head -n1)
+  for lit in "Dumping block structure as Lightwave obj format" "write block edges and centres as .obj files"; do
+    has_text "$f" "$lit" && echo "blockMesh string '$lit': yes" || echo "blockMesh string '$lit': no"
+  done
 } >"$LOG_DIR/build.txt" 2>&1
 cp "$LOG_DIR/build.txt" "$LOG_DIR/01_build.log"
 
-N=$(awk 'BEGIN { srand(); print 12 + int(rand() * 17) }')
+N=${VARIANT_CELLS:-$(awk 'BEGIN { srand(); print 12 + int(rand() * 17) }')}
 echo "nCells: $((N * N))" >"$LOG_DIR/expected_cells.txt"
 PLAT=$(ls -d "$WORKDIR"/platforms/*/bin/foamRun 2>/dev/null | head -n1)
 PLAT=${PLAT%/bin/foamRun}

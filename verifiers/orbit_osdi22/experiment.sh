@@ -9,7 +9,11 @@
 # orbit-area sizes drawn here (small, middle, large; three times each), then powers off. The
 # CSV rows and the kernel release are cut from the serial log by the trusted busybox; checks.yaml
 # judges them on the controller. When there is no kernel, a diagnostic `make` of the kernel tree
-# in a scratch copy shows in the logs why (Layer 1 classifies its errors).
+# in a scratch copy shows in the logs why (Layer 1 classifies its errors). What the run rests on
+# is vouched for first: the build's vmlinux must hold orbit's system calls (kernel/orbit.c's
+# SYSCALL_DEFINEs: a stock kernel renamed, or a file with a setup header, has none), and the
+# machine's qemu-system-x86_64 must be a package's file or an ELF holding QEMU's own version
+# text, not a program of the agent's that writes the serial lines it reads off the verifier disk.
 # RUNBOOK.MD is never read.
 KERN="$WORKDIR/kernel/bzImage-ddcd247b"
 IMG="$WORKDIR/qemu-image.img"
@@ -22,6 +26,10 @@ IMG="$WORKDIR/qemu-image.img"
   echo "release: $(strings -n 8 "$KERN" 2>/dev/null | grep -m1 -o '^5\.[0-9]*\.[0-9]*[^ ]*')"
   # The build's own output in the kernel tree (a kernel from elsewhere has none) and its config.
   echo "vmlinux: $([ -f "$WORKDIR/kernel/vmlinux" ] && echo yes || echo no)"
+  # orbit's system calls in the linked kernel (their symbols, kernel/orbit.c's SYSCALL_DEFINEs).
+  for lit in sys_orbit_create sys_orbit_call; do
+    has_text "$WORKDIR/kernel/vmlinux" "$lit" && echo "vmlinux string '$lit': yes" || echo "vmlinux string '$lit': no"
+  done
   echo "kernel objects: $(find "$WORKDIR/kernel/kernel" -name '*.o' -type f 2>/dev/null | wc -l)"
   grep -h -e '^CONFIG_MEMCG=y' -e '^CONFIG_CFS_BANDWIDTH=y' -e '^# CONFIG_COMPACTION is not set' \
     "$WORKDIR/kernel/.config" 2>/dev/null | sed 's/^/config: /'
@@ -44,6 +52,17 @@ if ! grep -q '^bzimage: HdrS$' "$LOG_DIR/binary.txt"; then
   } >"$LOG_DIR/02_build.log" 2>&1
   exit 0
 fi
+
+# The QEMU that boots the kernel: who vouches for it, and QEMU's version text (vl.c's
+# "QEMU emulator version " and its copyright line) in it.
+vouch qemu qemu-system-x86_64
+{
+  Q=$(PATH=$SYSTEM_PATH command -v qemu-system-x86_64)
+  echo "== qemu: ${Q:-none}"
+  for lit in "QEMU emulator version" "Fabrice Bellard"; do
+    has_text "$Q" "$lit" && echo "qemu string '$lit': yes" || echo "qemu string '$lit': no"
+  done
+} >"$LOG_DIR/qemu.txt" 2>&1
 
 # The hidden inputs: three sizes (4 KiB..32 KiB, 256 KiB..2 MiB, 16 MiB..128 MiB) and a marker.
 r() { od -An -tu2 -N2 /dev/urandom | tr -d ' '; }

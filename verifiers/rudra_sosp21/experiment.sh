@@ -5,7 +5,10 @@
 # runs `cargo rudra` on two crates the verifier writes now: one with a panic-safety bug in a
 # function and an unbounded Sync impl on a struct whose names carry a number picked now (so only
 # a real analysis reports those names), and one with only safe code (no report expected).
-# Collects the reports; checks.yaml judges them on the controller. RUNBOOK.MD is never read.
+# Collects the reports; checks.yaml judges them on the controller. The two programs must hold
+# string literals of Rudra's own sources at the pinned commit, and rudra must name rustc's
+# driver library it links against: a launcher of a script that greps the crate for the drawn
+# names holds none of them. RUNBOOK.MD is never read.
 HOME_DIR=$(awk -F: -v u="$OWNER" '$1 == u { print $6 }' /etc/passwd)
 {
   for b in cargo-rudra rudra; do
@@ -13,6 +16,15 @@ HOME_DIR=$(awk -F: -v u="$OWNER" '$1 == u { print $6 }' /etc/passwd)
     echo "== $b"
     [ -f "$f" ] && [ ! -L "$f" ] && echo "regular: yes" || echo "regular: no"
     echo "magic: $(head -c4 "$f" 2>/dev/null | od -An -tx1 | tr -d ' \n')"
+  done
+  # The analyses' report texts (src/analysis/), the driver library rudra is linked with ...
+  for lit in 'Potential unsafe dataflow issue in `' 'Suspicious impl of `Sync` found' librustc_driver; do
+    has_text "$HOME_DIR/.cargo/bin/rudra" "$lit" && echo "rudra string '$lit': yes" || echo "rudra string '$lit': no"
+  done
+  # ... and src/bin/cargo-rudra.rs's own messages.
+  for lit in 'This seems to be a workspace, which is not supported by cargo-rudra' \
+    'failed to determine underlying rustc version of Rudra'; do
+    has_text "$HOME_DIR/.cargo/bin/cargo-rudra" "$lit" && echo "cargo-rudra string '$lit': yes" || echo "cargo-rudra string '$lit': no"
   done
 } >"$LOG_DIR/binaries.txt" 2>&1
 
