@@ -186,3 +186,50 @@ def test_a_live_read_of_the_machine_never_follows_the_agents_links(tmp_path):
     control.rmdir()
     control.symlink_to(tmp_path)
     assert m.read_from("home/vm/.deploybench/host_secret", 0, 1 << 20) is None
+
+
+@pytest.mark.slow
+def test_run_draws_the_running_attempt_under_its_bar_in_place(
+    root_host, runs, state_home, tmp_path
+):
+    # On a terminal, `deploybench run` shows the attempts under way under its bar, redrawn in
+    # place (cursor moves, no scroll): a real local attempt of an agent that sleeps, read off
+    # a pseudo-terminal as a user's terminal would get it.
+    import os
+    import pty
+    import select
+
+    config = tmp_path / "agents.yaml"
+    config.write_text(json.dumps({"sleeper": {"command": "sleep 8"}}))
+    main, side = pty.openpty()
+    proc = subprocess.Popen(
+        [*DEPLOYBENCH, "run", "--agent", "sleeper", "--agent-config", str(config), "--tasks",
+         TASK, "--run-id", "drawn"],
+        stdin=side, stdout=side, stderr=side, cwd=REPO, start_new_session=True,
+        env={**os.environ, "COLUMNS": "200", "LINES": "50", "TERM": "xterm"},
+    )  # fmt: skip
+    os.close(side)
+    out = b""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([main], [], [], 1)
+        if ready:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=60)
+    os.close(main)
+    text = out.decode("utf-8", "replace")
+    assert proc.returncode == 0, text[-3000:]
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    # The table's row for the attempt, in its agent stage, with its budget.
+    assert re.search(rf"{TASK}\s*│\s*sleeper\s*│\s*1\s*│\s*agent\s*│", plain), plain[-3000:]
+    # Redrawn in place: rich moves the cursor up over the previous drawing.
+    assert re.search(r"\x1b\[\d*A", text) or "\x1b[2K" in text, text[-2000:]
+    assert "sleeper #1: FAIL" in plain
