@@ -117,6 +117,22 @@ def test_a_network_error_is_a_host_block_only_when_the_host_is_unreachable_now()
         server.close()
 
 
+def test_a_long_output_is_judged_whole_and_kept_by_its_end():
+    # kaldi's tools build: wget's refusal is in the middle, the URL at the top, MKL's warning
+    # at the end; the step is a host block (judged on all of it), its kept text the end.
+    said = "non-zero return code\nwget: unable to resolve host address 'github.com'\n"
+    said += "make: *** [Makefile:196: cub-1.8.0.tar.gz] Error 4\n" + "x" * 2000
+    url = "https://github.com/NVlabs/cub/archive/1.8.0.tar.gz"
+    events = [_event("runner_on_failed", "Build the tools", msg="non-zero return code",
+                     stderr=said[21:], stdout=f"wget {url}")]  # fmt: skip
+    got = prefix.summarize(events, TASK)
+    assert got["stopped_by"] == "host", got
+    assert got["why"] == (
+        "github.com cannot be reached from here: wget: unable to resolve host address 'github.com'"
+    )
+    assert len(got["stopped_at"]["said"]) == 600
+
+
 def test_hosts_named_reads_urls_and_git_addresses():
     text = "git clone git@github.com:a/b.git; curl https://huggingface.co/x https://github.com/y"
     assert prefix.hosts_named(text) == ["huggingface.co", "github.com"]

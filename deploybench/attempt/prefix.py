@@ -37,7 +37,8 @@ _NETWORK = re.compile(
     r"|Failed to establish a new connection|Network is unreachable|Connection refused"
     r"|Connection timed out|No route to host|getaddrinfo|Failed to connect to"
     r"|unable to access 'https?://|Max retries exceeded|Request failed|urlopen error"
-    r"|Could not connect|Connection reset",
+    r"|Could not connect|Connection reset|unable to resolve host|host not found"
+    r"|hostname lookup failed|Could not resolve hostname|Temporary failure resolving",
     re.IGNORECASE,
 )
 # A role argument the operator must give (its argument spec: required, no default).
@@ -144,11 +145,19 @@ def why_stopped(step: dict[str, Any], probe=reachable) -> tuple[str, str]:
     lacking = _IMAGE.search(text)
     if lacking:
         return "image", f"this machine's distribution lacks {lacking.group(0)}: {first}"
-    if _NETWORK.search(said):
+    refused = _NETWORK.search(said)
+    if refused:
         blocked = [h for h in hosts_named(text) if not probe(h)]
         if blocked:
-            return "host", f"{blocked[0]} cannot be reached from here: {first}"
+            return "host", f"{blocked[0]} cannot be reached from here: {_line_of(said, refused)}"
     return "defect", first
+
+
+def _line_of(text: str, match: re.Match) -> str:
+    """The line a match is on, as what a step said about it."""
+    start = text.rfind("\n", 0, match.start()) + 1
+    end = text.find("\n", match.end())
+    return text[start : end if end >= 0 else len(text)].strip()[:240]
 
 
 def summarize(events: list[dict[str, Any]], role: str, probe=reachable) -> dict[str, Any]:
@@ -171,19 +180,21 @@ def summarize(events: list[dict[str, Any]], role: str, probe=reachable) -> dict[
         if data.get("ignore_errors"):
             continue
         said = _said(res)
-        step |= {"said": said[-_TAIL:] if len(said) > _TAIL else said, "command": _command(res)}
         if event["event"] == "runner_on_unreachable":
-            step["said"] = "the machine stopped answering: " + step["said"]
-        stopped = step
+            said = "the machine stopped answering: " + said
+        stopped = step | {"said": said, "command": _command(res)}
         break
     out: dict[str, Any] = {"role": role, "steps_ok": len(steps)}
     if steps:
         out["last_ok"] = steps[-1]
     if stopped is None:
         return out | {"stopped_by": "none", "why": "the role ran to its end"}
+    # Judged on all it said; kept is its end (a build's last lines say most).
     kind, why = why_stopped(stopped, probe)
     if stopped["said"].startswith("the machine stopped answering"):
         kind = "defect"
+    said = stopped["said"]
+    stopped["said"] = said[-_TAIL:] if len(said) > _TAIL else said
     return out | {"stopped_at": stopped, "stopped_by": kind, "why": why}
 
 
