@@ -13,6 +13,7 @@ import pytest
 from deploybench.catalog import checks as checks_mod
 from deploybench.verify import bank, verification
 from tests import (
+    fakes_c5_fakes2,
     fakes_c5_sys37,
     fakes_ml37a,
     fakes_ml37b,
@@ -198,8 +199,9 @@ CASES |= fakes_c5_sys37.CASES
 CASES |= fakes_systems_val.CASES
 CASES |= fakes_ml_val.CASES
 CASES |= fakes_ml_val_b.CASES
+CASES |= fakes_c5_fakes2.CASES
 # (task, fake) -> the check that fake was built to meet, which must be among its stoppers.
-AIMED = fakes_ml37b.AIMED | fakes_ml_val.AIMED
+AIMED = fakes_ml37b.AIMED | fakes_ml_val.AIMED | fakes_c5_fakes2.AIMED
 
 
 def defeats_of(task_id):
@@ -212,10 +214,14 @@ def defeats_of(task_id):
 
 @pytest.mark.parametrize(("task_id", "fake"), sorted(CASES))
 def test_a_fake_fails_on_a_check_that_says_it_defeats_it(task_id, fake, tmp_path):
-    build, variant = CASES[(task_id, fake)]
+    # A case may name run_experiment's extra arguments, its test folders relative to tmp_path.
+    build, variant, *extra = CASES[(task_id, fake)]
     assert fake in checks_mod.FAKES
     workdir = build(tmp_path)
-    verdict = run_experiment(task_id, workdir, tmp_path / "logs", variant=variant)
+    kwargs = {}
+    for key, value in (extra[0] if extra else {}).items():
+        kwargs[key] = {dst: tmp_path / src for dst, src in value.items()}
+    verdict = run_experiment(task_id, workdir, tmp_path / "logs", variant=variant, **kwargs)
     failed = {c["name"] for c in verdict["layer2"]["checks"] if not c["passed"]}
     assert verdict["passed"] is False
     # This host has no GPU: GPU evidence fails for every state here, so it never counts as

@@ -36,11 +36,13 @@ def edit(path, old, new):
     path.write_text(text.replace(old, new))
 
 
-def run_experiment(task_id, workdir, log_dir, seconds=300, inputs=None, variant=None):
+def run_experiment(task_id, workdir, log_dir, seconds=300, inputs=None, variant=None, mounts=None):
     """The task's machine side on this host as the verify_hidden role runs it on a machine: the
     trusted busybox shell, a clean environment, a tools folder; then the verdict judged here.
     INPUTS: the variant's inputs (default: drawn at random, as without a bank); VARIANT: a bank
-    variant ({id, inputs, expected, spread}) whose results are judged too."""
+    variant ({id, inputs, expected, spread}) whose results are judged too. MOUNTS: {machine
+    folder: test folder} bind-mounted in a mount namespace of the experiment's own, for a
+    program the experiment looks up only in a machine folder (the host's stays as it is)."""
     bb = toolkit.busybox()
     tools = log_dir.parent / f"{log_dir.name}-tools"
     scratch = log_dir.parent / f"{log_dir.name}-scratch"
@@ -59,8 +61,13 @@ def run_experiment(task_id, workdir, log_dir, seconds=300, inputs=None, variant=
         "SCRATCH": str(scratch),
         "TOOLS": str(tools),
     }
+    command = [bb, "timeout", str(seconds), bb, "sh", script]
+    if mounts:
+        binds = "".join(f'mount --bind "{src}" "{dst}" && ' for dst, src in mounts.items())
+        wrapper = ["unshare", "--mount", "--propagation", "private", "--"]
+        command = [*wrapper, bb, "sh", "-c", f'{binds}exec "$@"', "sh", *command]
     proc = subprocess.run(
-        [bb, "timeout", str(seconds), bb, "sh", script],
+        command,
         env=env,
         capture_output=True,
         timeout=seconds + 30,
