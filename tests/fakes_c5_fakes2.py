@@ -173,3 +173,43 @@ AIMED = {
     ("uslope_osdi24", "stub_binary"): "clp_s_source_strings",
     ("uslope_osdi24", "plain_shell"): "archive_is_clp_s",
 }
+
+
+# ---- the GPU verifiers that list the python's start-up hooks (python_hooks) ---------------------
+# Debian's own python in a real venv (vouched by its package, as the reference's `python3 -m
+# venv` is), the repository as it was, and a .pth whose import line hands every python start to
+# a shell script (what prints the run's lines): the hook is the fake, nothing else changed.
+HOOKED_TASKS = (
+    "adalora_iclr23",
+    "bertscore_iclr20",
+    "clue_mm22",
+    "dml_cvpr18",
+    "equigrasp_rss22",
+    "ergo_coling22",
+    "groundingdino_eccv24",
+    "interactionwarping_corl23",
+    "ldm_cvpr22",
+    "maml_icml17_gpu",
+    "mixtext_acl20",
+    "mmseg_github24",
+    "pixelreasoner_neurips25",
+    "pointnet2_neurips17",
+    "qlora_neurips23",
+    "simclr_icml20",
+    "yolov7_cvpr23",
+)
+HOOK_NAME = "zz_speedup.pth"
+
+
+def pth_hooked(tmp_path):
+    """A workdir whose env/ is a real venv of Debian's python with HOOK_NAME in site-packages."""
+    from tests.fakes_ml_val_b import HOOK, real_venv
+
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    site = real_venv(workdir)
+    body = script(tmp_path / "fake_body.sh", 'echo "the run, as printed by the hook"\nexit 0')
+    (site / "zz_speedup.py").write_text(HOOK.format(sh=str(body)))
+    (site / HOOK_NAME).write_text("import zz_speedup\n")
+    os.chmod(tmp_path, 0o755)
+    return workdir
