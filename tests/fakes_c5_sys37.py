@@ -6,10 +6,11 @@ on a check whose `defeats` names that fake kind. STILL_PASSING are the fakes no 
 played by tests/test_fakes_c5_sys37.py. Of these tasks only polyjuice_osdi21 has a bank since
 (its variant is the tests' own); the others' variant is None.
 
-Not built here: storm_osdi21 (its programs are looked up only in the owner's home, which here
-is /root). orbit_osdi22 and rudra_sosp21, and karousos_eurosys24 and openfoam_github25 again,
-have fakes in tests/fakes_c5_fakes1.py, which binds a test folder over the machine's folder
-where an experiment looks outside the workdir."""
+The other tasks of the group have fakes elsewhere, each bound over the machine's folder where
+an experiment looks outside the workdir (run_experiment's `binds`): orbit_osdi22 and
+rudra_sosp21 (and karousos_eurosys24 and openfoam_github25) in tests/fakes_c5_fakes1.py;
+storm_osdi21 (a stack on the system PATH), theseus_osdi20 and uslope_osdi24 in
+tests/fakes_c5_fakes2.py."""
 
 from tests.fakes import script, stub_elf, tree
 
@@ -322,35 +323,6 @@ def qsym(elf):
         return workdir
 
     return build
-
-
-# ---- theseus_osdi20: an ISO 9660 image and the build's objects -------------------------------
-def theseus(tmp_path):
-    mods = "build/grub-isofiles/modules"
-    files = {f"{mods}/k#crate{i}-0.o": "o\n" for i in range(60)}
-    files |= {f"{mods}/k#captain-0.o": "o\n", f"{mods}/a#bm-0.o": "o\n"}
-    workdir = tree(tmp_path / "wd", files)
-    iso = bytearray(40000)
-    iso[32769:32774] = b"CD001"
-    (workdir / "build/theseus-x86_64.iso").write_bytes(bytes(iso))
-    return workdir
-
-
-# ---- uslope_osdi24: clp-s as gzip and grep ---------------------------------------------------
-CLPS = """
-case "$1" in
-  c) mkdir -p "$3"; gzip -c "$4" > "$3/a.gz";;
-  s) q=$3; lv=$(echo "$q" | sed 's/level: \\([A-Z]*\\) .*/\\1/'); k=${q##*: }
-     gzip -dc "$2/a.gz" | grep "\\"level\\":\\"$lv\\"" | grep "\\"code\\":$k}";;
-  x) mkdir -p "$3"; gzip -dc "$2/a.gz" > "$3/out.ndjson";;
-esac
-"""
-
-
-def uslope(tmp_path):
-    workdir = tmp_path / "wd"
-    stub_elf(workdir / "components/core/build/clp-s", CLPS)
-    return workdir
 
 
 CASES = {  # played by tests/test_verifier_fakes.py's one test

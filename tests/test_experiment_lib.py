@@ -134,3 +134,32 @@ def test_py_hooks_vouches_an_installers_pth_and_names_a_planted_or_edited_one(tm
     out, _ = run_lib(tmp_path / "after", body)
     for name in ("zz_fast.pth", "sitecustomize.py", "distutils-precedence.pth"):
         assert f"hook {site}/{name} none " in out, out
+
+
+def test_py_hooks_names_a_pth_of_folders_paths_and_lists_the_customize_modules_they_hold(tmp_path):
+    # What `pip install -e` of a setup.py project leaves (setup.py develop's easy-install.pth,
+    # no RECORD lists it) runs nothing: `paths`, with its folder count. A sitecustomize in a
+    # folder it names could be imported at start-up: listed on a line of its own, nobody's.
+    # A line starting "import " makes the .pth code again; an indented one is a folder.
+    py = Path("/usr/bin/python3")
+    require(py.exists() and Path("/var/lib/dpkg/info").is_dir(), "Debian's python3")
+    env = tmp_path / "env"
+    subprocess.run([py, "-m", "venv", "--without-pip", env], capture_output=True, check=True)
+    site = next(env.glob("lib/python3*/site-packages")).resolve()
+    checkout = tmp_path / "checkout"
+    (checkout / "pkg").mkdir(parents=True)
+    (site / "easy-install.pth").write_text(f"# editable\n{checkout}\n\n../../../../relative  \n")
+    (site / "indented.pth").write_text(" import os\n")
+    body = f'py_hooks_of {env}/bin/python; cat "$LOG_DIR/hooks.txt"'
+    (tmp_path / "before").mkdir()
+    out, _ = run_lib(tmp_path / "before", body)
+    assert f"hook {site}/easy-install.pth paths 2\n" in out, out
+    assert f"hook {site}/indented.pth paths 1\n" in out, out
+    assert " none " not in out, out
+    (checkout / "sitecustomize.py").write_text("print('hooked')\n")
+    (site / "zz_code.pth").write_text("import os; os.environ\n")
+    (tmp_path / "after").mkdir()
+    out, _ = run_lib(tmp_path / "after", body)
+    assert f"hook {checkout}/sitecustomize.py none " in out, out
+    assert f"hook {site}/zz_code.pth none " in out, out
+    assert out.splitlines()[-1] == "end"

@@ -14,6 +14,7 @@ from deploybench.catalog import checks as checks_mod
 from deploybench.verify import bank, verification
 from tests import (
     fakes_c5_fakes1,
+    fakes_c5_fakes2,
     fakes_c5_sys37,
     fakes_ml37a,
     fakes_ml37b,
@@ -200,8 +201,9 @@ CASES |= fakes_c5_fakes1.CASES
 CASES |= fakes_systems_val.CASES
 CASES |= fakes_ml_val.CASES
 CASES |= fakes_ml_val_b.CASES
+CASES |= fakes_c5_fakes2.CASES
 # (task, fake) -> the check that fake was built to meet, which must be among its stoppers.
-AIMED = fakes_ml37b.AIMED | fakes_ml_val.AIMED | fakes_c5_fakes1.AIMED
+AIMED = fakes_ml37b.AIMED | fakes_ml_val.AIMED | fakes_c5_fakes1.AIMED | fakes_c5_fakes2.AIMED
 
 
 def defeats_of(task_id):
@@ -244,3 +246,21 @@ def test_the_wannier90_fakes_pass_everything_but_the_bank_and_the_release():
     assert re.search(r"^VARIANT_ALAT=5\.3$", text, re.M) and "num_iter = $VARIANT_NUM_ITER" in text
     checks_text = verification.catalog.Task("wannier90_jpcm20").checks.read_text()
     assert PUBLISHED_OMEGA not in checks_text
+
+
+@pytest.mark.parametrize("task_id", fakes_c5_fakes2.HOOKED_TASKS)
+def test_a_pth_hook_in_a_real_venv_fails_python_hooks(task_id, tmp_path):
+    # The python is Debian's (python_vouched cannot tell), the repository is untouched: only
+    # the start-up hook shows, and python_hooks, which says it defeats this fake, fails on it.
+    fake = "stub_interpreter"
+    workdir = fakes_c5_fakes2.pth_hooked(tmp_path)
+    verdict = run_experiment(task_id, workdir, tmp_path / "logs")
+    failed = {c["name"] for c in verdict["layer2"]["checks"] if not c["passed"]}
+    assert verdict["passed"] is False
+    assert "python_hooks" in failed and fake in defeats_of(task_id)["python_hooks"]
+    hooks = (tmp_path / "logs" / "hooks.txt").read_text().splitlines()
+    # Every other hook is vouched (Debian's sitecustomize): the planted one alone is nobody's.
+    unvouched = [h for h in hooks if not re.search(r" (record|dpkg|paths) \S+$", h)]
+    assert len(unvouched) == 2 and unvouched[-1] == "end", unvouched
+    name = re.escape(fakes_c5_fakes2.HOOK_NAME)
+    assert re.fullmatch(rf"hook \S+/site-packages/{name} none [0-9a-f]{{64}}", unvouched[0])

@@ -80,14 +80,25 @@ SHALLOW_FAILS_ON = {
         "racket_runtime_symbols",
         "racket_vouched",
     ],
-    "storm_osdi21": ["bug_build_fails", "bug_found"],
+    "storm_osdi21": [
+        "bug_build_fails",
+        "bug_found",
+        "stack_is_a_haskell_program",
+        "stack_vouched",
+    ],
     "rudra_sosp21": [
         "cargo_rudra_holds_source_strings",
         "hidden_bugs_reported",
         "rudra_holds_source_strings",
         "rudra_installed",
     ],
-    "uslope_osdi24": ["archives_smaller", "binary_built", "search_only_matches"],
+    "uslope_osdi24": [
+        "archive_is_clp_s",
+        "archives_smaller",
+        "binary_built",
+        "clp_s_source_strings",
+        "search_only_matches",
+    ],
 }
 
 

@@ -13,6 +13,9 @@ PY_ENV="$WORKDIR/env/bin/python"
 # place, shows as such in runtime.txt), and the repository's files the run executes, pinned to
 # their blobs (an entry script rewritten to print the expected lines shows in pinned.txt).
 vouch python "$PY_ENV"
+# A .pth or sitecustomize no installer made can swap the run under the vouched python and the
+# pinned files: the start-up hooks that python reads, and who vouches for each (hooks.txt).
+py_hooks_of "$PY_ENV"
 pinned NLU/examples/text-classification/run_glue.py loralib/loralib/adalora.py loralib/loralib/layers.py NLU/src/transformers/trainer.py
 OUT="$SCRATCH/cola"
 SEED=$(($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 1000 + 1))

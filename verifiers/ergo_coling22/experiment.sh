@@ -14,6 +14,9 @@ SEED=$(($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 1000 + 1))
 # The python that runs train.py, vouched: a wrapper script or an ELF no Debian package lists,
 # printing the log, shows in runtime.txt (the reference's env is `python3 -m venv`, Debian's).
 vouch python "$PY_ENV"
+# A .pth or sitecustomize no installer made can swap the run under the vouched python and the
+# pinned files: the start-up hooks that python reads, and who vouches for each (hooks.txt).
+py_hooks_of "$PY_ENV"
 # The modules train.py imports, as at the pinned commit.
 pinned model.py processor.py utils.py processor_esl.py
 # train.py itself, with its one import line put back as the commit has it: the fix every run

@@ -135,19 +135,49 @@ vouch() {
 # One line per hook, then `end`:
 #   hook PATH record DIST     a RECORD of DIR/DIST lists PATH with its sha256 (pip's install)
 #   hook PATH dpkg PACKAGE    a Debian package lists PATH, checksum (or conffile sum) as packaged
+#   hook PATH paths N         a .pth no installer lists that runs nothing: N folder lines, no
+#                             `import` line (what `setup.py develop`, so `pip install -e` of a
+#                             setup.py project, leaves in easy-install.pth); site only appends
+#                             its folders to sys.path, so the sitecustomize/usercustomize in
+#                             them (which `import sitecustomize` could find there) are listed
+#                             too, each on a line of its own
 #   hook PATH none SHA256     nothing vouches for it: no installer made it
 # A link is judged by what it resolves to (Debian links the standard library's sitecustomize.py
 # to /etc); an installer's records are the machine's, so a forged RECORD passes here (the host's
-# scan judges a hook no RECORD lists too: docs/verification.md).
+# scan judges a hook no RECORD lists too: docs/verification.md). A check that accepts `paths`
+# says so in its pattern.
 py_hooks() {
   for dir in "$@"; do
     [ -d "$dir" ] || continue
     for hook in "$dir"/*.pth "$dir"/sitecustomize* "$dir"/usercustomize*; do
       [ -e "$hook" ] || [ -L "$hook" ] || continue
-      echo "hook $hook $(hook_owner "$dir" "$hook")"
+      owner=$(hook_owner "$dir" "$hook")
+      echo "hook $hook $owner"
+      case "$owner" in
+        paths\ *)
+          pth_folders "$dir" "$hook" | while IFS= read -r folder; do
+            for inner in "$folder"/sitecustomize* "$folder"/usercustomize*; do
+              [ -e "$inner" ] || [ -L "$inner" ] || continue
+              echo "hook $inner $(hook_owner "$folder" "$inner")"
+            done
+          done
+          ;;
+      esac
     done
   done >>"$LOG_DIR/hooks.txt"
   echo end >>"$LOG_DIR/hooks.txt"
+}
+
+# pth_folders DIR PTH: the folders a .pth of DIR names (site.py's addpackage: comment and blank
+# lines skipped, the rest stripped at the end and taken relative to DIR).
+pth_folders() {
+  grep -v -e '^#' -e '^[[:space:]]*$' "$2" 2>/dev/null | sed 's/[[:space:]]*$//' |
+    while IFS= read -r line; do
+      case "$line" in
+        /*) echo "$line" ;;
+        *) echo "$1/$line" ;;
+      esac
+    done
 }
 
 hook_owner() { # DIR HOOK
@@ -178,6 +208,16 @@ hook_owner() { # DIR HOOK
       return
     fi
   done
+  # A .pth (not a link) without an `import` line (site.py runs a line only when it starts with
+  # "import " or "import<tab>") runs nothing: it only names folders.
+  case "$2" in
+    *.pth)
+      if [ ! -L "$2" ] && ! grep -q '^import[[:space:]]' "$real"; then
+        echo "paths $(grep -c -v -e '^#' -e '^[[:space:]]*$' "$real")"
+        return
+      fi
+      ;;
+  esac
   echo "none $sha"
 }
 

@@ -18,6 +18,9 @@ WEIGHTS=weights/groundingdino_swint_ogc.pth
 # The python that runs the demo and the probe, vouched: a wrapper script or an ELF no Debian
 # package lists, printing boxes, shows in runtime.txt (the reference's env is `python3 -m venv`).
 vouch python "$PY_ENV"
+# A .pth or sitecustomize no installer made can swap the run under the vouched python and the
+# pinned files: the start-up hooks that python reads, and who vouches for each (hooks.txt).
+py_hooks_of "$PY_ENV"
 # The demo, the inference API and the model the probe runs (pip install -e . imports them from
 # the workdir), the Swin-T OGC config and the image both read.
 pinned demo/inference_on_a_image.py groundingdino/util/inference.py \

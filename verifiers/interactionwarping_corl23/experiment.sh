@@ -19,6 +19,9 @@ RNDF=$WORKDIR/relational_ndf/src/rndf_robot
 # The python that runs the warp, vouched: a wrapper script or an ELF no Debian package lists,
 # printing trials, shows in runtime.txt (the reference's env is `python3 -m venv`).
 vouch python "$PY_ENV"
+# A .pth or sitecustomize no installer made can swap the run under the vouched python and the
+# pinned files: the start-up hooks that python reads, and who vouches for each (hooks.txt).
+py_hooks_of "$PY_ENV"
 # run_warp and the shapewarping modules it imports (pip install -e . runs them from the workdir),
 # and the two PCA models the command names.
 pinned shapewarping/run_warp.py shapewarping/lib/ndf_interface.py shapewarping/lib/object_warping.py \

@@ -19,6 +19,9 @@ echo "${CKPT:-no unconditional model under models/ldm}" >"$LOG_DIR/model.txt"
 # The python that samples, vouched: a wrapper script or an ELF no Debian package lists, printing
 # sample_diffusion.py's lines, shows in runtime.txt (the reference's env is `python3 -m venv`).
 vouch python "$PY_ENV"
+# A .pth or sitecustomize no installer made can swap the run under the vouched python and the
+# pinned files: the start-up hooks that python reads, and who vouches for each (hooks.txt).
+py_hooks_of "$PY_ENV"
 # The sampling script and the ldm modules it runs (pip install -e . imports them from the
 # workdir): the DDIM sampler, the latent diffusion model, its UNet and autoencoder.
 pinned scripts/sample_diffusion.py ldm/models/diffusion/ddim.py ldm/models/diffusion/ddpm.py \

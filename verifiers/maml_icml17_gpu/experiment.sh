@@ -13,6 +13,9 @@ TRAIN_ARGS="--datasource=omniglot --metatrain_iterations=600 --meta_batch_size=3
 # The python that meta-trains, vouched: a wrapper script or an ELF no Debian package lists,
 # printing main.py's lines, shows in runtime.txt (the reference's env is `python3 -m venv`).
 vouch python "$PY_ENV"
+# A .pth or sitecustomize no installer made can swap the run under the vouched python and the
+# pinned files: the start-up hooks that python reads, and who vouches for each (hooks.txt).
+py_hooks_of "$PY_ENV"
 # main.py (which prints the accuracies) and data_generator.py (which samples the Omniglot
 # tasks), with their TensorFlow import put back as the commit has it: TensorFlow 2 needs
 # `import tensorflow.compat.v1 as tf` and disable_v2_behavior() (or disable_eager_execution());

@@ -11,6 +11,9 @@ PY_ENV="$WORKDIR/env/bin/python"
 # The python that trains, vouched: a wrapper script or an ELF no Debian package lists, printing
 # train.py's lines, shows in runtime.txt (the reference's env is `python3 -m venv`).
 vouch python "$PY_ENV"
+# A .pth or sitecustomize no installer made can swap the run under the vouched python and the
+# pinned files: the start-up hooks that python reads, and who vouches for each (hooks.txt).
+py_hooks_of "$PY_ENV"
 # train.py and the two modules it imports from code/ (the MixText model, the Yahoo reader).
 pinned code/train.py code/mixtext.py code/read_data.py
 

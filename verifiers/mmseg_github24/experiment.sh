@@ -21,6 +21,9 @@ CKPT=pspnet_r50-d8_512x1024_40k_cityscapes_20200605_003338-2966598c.pth
 # The repository's files are not pinned: no snapshot of the pinned commit could be read (see
 # task.yaml), so their blob ids are unknown here.
 vouch python "$PY_ENV"
+# A .pth or sitecustomize no installer made can swap the run under the vouched python and the
+# pinned files: the start-up hooks that python reads, and who vouches for each (hooks.txt).
+py_hooks_of "$PY_ENV"
 NONCE=$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')
 FLIP=$(($(od -An -tu1 -N1 /dev/urandom) % 2))
 echo "$NONCE flip=$FLIP" >"$LOG_DIR/nonce.txt"

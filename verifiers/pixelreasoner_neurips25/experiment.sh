@@ -22,6 +22,9 @@ NVJ=$(find "$WORKDIR/env/lib" -type d -path '*nvidia/nvjitlink/lib' 2>/dev/null 
 # reference's env is `python3 -m venv`).
 vouch python "$PY_ENV"
 vouch python3 "$WORKDIR/env/bin/python3"
+# A .pth or sitecustomize no installer made can swap the run under the vouched python and the
+# pinned files: the start-up hooks that python reads, and who vouches for each (hooks.txt).
+py_hooks_of "$PY_ENV"
 # The evaluation script and the openrlhf code it submits to Ray (pip install -e . runs it from
 # the workdir): the entry, the Ray evaluator, and the evaluator that prints the summary line.
 # The run's save folder is in the workdir: what an earlier run (or the agent) left under this

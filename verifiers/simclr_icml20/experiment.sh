@@ -13,6 +13,9 @@ MODEL_DIR="$SCRATCH/simclr_test"
 # The python that pretrains, vouched: a wrapper script or an ELF no Debian package lists,
 # writing result.json, shows in runtime.txt (the reference's env is `python3 -m venv`).
 vouch python "$PY_ENV"
+# A .pth or sitecustomize no installer made can swap the run under the vouched python and the
+# pinned files: the start-up hooks that python reads, and who vouches for each (hooks.txt).
+py_hooks_of "$PY_ENV"
 # run.py and every module it imports from the checkout (the reference runs them unchanged).
 pinned run.py resnet.py data.py data_util.py model.py model_util.py objective.py lars_optimizer.py
 

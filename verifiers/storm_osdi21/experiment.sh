@@ -6,11 +6,21 @@
 # again): the copy as it is, where LiquidHaskell must find every module SAFE, and a copy with
 # detailed.md's bug (the friendshipStatus' ==. "accepted" check removed from
 # src/Controllers/Wish.hs), where it must report UNSAFE with a "Liquid Type Mismatch". Collects
-# both builds' output; checks.yaml judges them on the controller. RUNBOOK.MD is never read.
+# both builds' output, and what the stack that ran them is (runtime.txt, stack_binary.txt);
+# checks.yaml judges them on the controller. RUNBOOK.MD is never read.
 HOME_DIR=$(awk -F: -v u="$OWNER" '$1 == u { print $6 }' /etc/passwd)
 STACK=$(PATH=$SYSTEM_PATH command -v stack 2>/dev/null)
 [ -z "$STACK" ] && [ -x "$HOME_DIR/.local/bin/stack" ] && STACK="$HOME_DIR/.local/bin/stack"
 echo "stack: ${STACK:-none}" >"$LOG_DIR/stack.txt"
+# The stack that builds, vouched (a script shows in runtime.txt), and whether it is a Haskell
+# program: every GHC-built executable links the RTS, whose usage text (rts/RtsFlags.c) it
+# holds; a tiny ELF launching a script that prints LiquidHaskell's lines does not.
+vouch stack "${STACK:-stack}"
+if [ -n "$STACK" ] && has_text "$STACK" "Usage: <prog> <args> [+RTS <rtsopts> | -RTS <args>] ... --RTS <args>"; then
+  echo "ghc_rts_usage: yes" >"$LOG_DIR/stack_binary.txt"
+else
+  echo "ghc_rts_usage: no" >"$LOG_DIR/stack_binary.txt"
+fi
 as_owner "${STACK:-stack}" --version >>"$LOG_DIR/stack.txt" 2>&1
 as_owner z3 --version >>"$LOG_DIR/stack.txt" 2>&1
 

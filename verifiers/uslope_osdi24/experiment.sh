@@ -6,7 +6,8 @@
 # query on a code picked now, decompress. The expected counts are computed here by the trusted
 # busybox awk from the same input: the number of matches, and the number of events and the sum of
 # their code fields, which the decompressed output must give back. Collects the counts, the
-# sizes of input and archives and the first matches; checks.yaml judges them on the controller.
+# sizes of input and archives and the first matches, the archive's files by name and magic and
+# which of clp-s's source literals the binary holds; checks.yaml judges them on the controller.
 # RUNBOOK.MD is never read.
 BIN="$WORKDIR/components/core/build/clp-s"
 {
@@ -15,6 +16,15 @@ BIN="$WORKDIR/components/core/build/clp-s"
   echo "magic: $(head -c4 "$BIN" 2>/dev/null | od -An -tx1 | tr -d ' \n')"
 } >"$LOG_DIR/binary.txt" 2>&1
 cp "$LOG_DIR/binary.txt" "$LOG_DIR/01_binary.log"
+# Literals of clp-s's own source at the pinned commit (its CLI's help in CommandLineArguments.cpp,
+# boost::program_options descriptions kept whole in the binary): a tiny ELF launching a script,
+# or a system tool renamed, has none of them.
+for s in "COMMAND is one of:" \
+  "Path (e.g. x.y) for the field containing the log event's timestamp." \
+  "Print statistics (json) about the archive after it's compressed."; do
+  has_text "$BIN" "$s" && echo "literal: $s"
+done >"$LOG_DIR/literals.txt" 2>&1
+echo "literals_found: $(grep -c '^literal: ' "$LOG_DIR/literals.txt")" >>"$LOG_DIR/literals.txt"
 
 N=$(awk 'BEGIN { srand(); print 20000 + int(rand() * 20000) }')
 K=$(awk 'BEGIN { srand(); print int(rand() * 13) }')
@@ -62,5 +72,12 @@ cat "$D"/out/* 2>/dev/null | awk '{ if (match($0, /"code": *[0-9]+/)) { v = subs
   echo "archives_kb: $(du -sk "$D/archives" 2>/dev/null | cut -f1)"
   echo "archive_files: $(find "$D/archives" -type f 2>/dev/null | wc -l)"
 } >"$LOG_DIR/sizes.txt"
+# The archive's files by name and first four bytes: clp-s writes, in a folder per archive, the
+# dictionaries (var.dict, log.dict, array.dict, timestamp.dict), the schema tree and map, and the
+# encoded tables with their metadata as zstd streams (ArchiveWriter.cpp): a gzip of the input, or
+# a copy, is not that.
+find "$D/archives" -type f 2>/dev/null | sort | while IFS= read -r f; do
+  echo "file: ${f##*/} $(head -c4 "$f" | od -An -tx1 | tr -d ' \n')"
+done >"$LOG_DIR/archive_files.txt" 2>&1
 awk '/^input_kb:/ { i = $2 } /^archives_kb:/ { a = $2 } END { if (i > 0 && a > 0) printf "ratio: %.4f\n", a / i; else print "ratio: none" }' \
   "$LOG_DIR/sizes.txt" >>"$LOG_DIR/sizes.txt"

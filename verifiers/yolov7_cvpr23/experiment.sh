@@ -19,6 +19,9 @@ PY_ENV="$WORKDIR/env/bin/python"
 # place, shows as such in runtime.txt), and the repository's files the run executes, pinned to
 # their blobs (an entry script rewritten to print the expected lines shows in pinned.txt).
 vouch python "$PY_ENV"
+# A .pth or sitecustomize no installer made can swap the run under the vouched python and the
+# pinned files: the start-up hooks that python reads, and who vouches for each (hooks.txt).
+py_hooks_of "$PY_ENV"
 pinned detect.py models/yolo.py models/common.py models/experimental.py utils/general.py \
   inference/images/horses.jpg
 # The drawn image (a word of checks.yaml's choice list; horses without a variant).
