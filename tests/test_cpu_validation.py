@@ -3,20 +3,24 @@ evidence comes from checks.yaml data only; the normal verdict keeps them, so a G
 run fails it and passes only the CPU judgment; its record in task.yaml says it was CPU only.
 
 The GPU task's CPU run is lightgcn_sigir20's recorded `shallow` state: a real run of its
-experiment here on the CPU (see that state's README.md)."""
+experiment here on the CPU (see that state's README.md). A run with --keep-failed keeps the
+machines of attempts failed by the judgment it scores: under --cpu-only the CPU judgment."""
 
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from deploybench import catalog, runfolder
+from deploybench.backends import get_backend
 from deploybench.catalog import checks
 from deploybench.commands import run as run_cmd
 from deploybench.errors import DeployBenchError
+from deploybench.run.runner import Attempt, Runner, RunOptions
 from deploybench.verify import toolkit, verification
 from tests.conftest import REPO
 from tests.verifier_states import copy_state, edit, failed, verdict
@@ -217,3 +221,43 @@ def test_the_schema_refuses_a_cpu_record_without_what_it_left_out():
     good = {**base, "cpu_only": True, "left_out": ["gpu_used"]}
     assert catalog.schema_problems({**task, "validated": good}, "t", catalog.schema()) == []
     assert json.loads(json.dumps(good)) == good
+
+
+def _judged_attempt(run_dir: Path, state: str, tmp_path: Path) -> Path:
+    """An attempt folder of lightgcn (a GPU task) judged from a recorded real CPU run's logs."""
+    folder = runfolder.attempt_dir(run_dir, LIGHTGCN, "reference", 1)
+    folder.mkdir(parents=True)
+    logs = copy_state(LIGHTGCN, state, tmp_path / state)
+    runfolder.write_verdict(folder, verdict(LIGHTGCN, logs))
+    runfolder.write_verify(folder, runfolder.Verify(verifier_rc=0, seconds=1.0, timed_out=False))
+    return folder
+
+
+def test_under_cpu_only_a_failed_attempt_is_kept_by_the_judgment_the_run_scored(
+    state_home, tmp_path
+):
+    run_dir = tmp_path / "runs" / "cpu"
+    # lightgcn's recorded `shallow` state: a real CPU run that fails the normal verdict (its GPU
+    # evidence) and passes the CPU judgment; `untouched` fails both.
+    passing = _judged_attempt(run_dir, "shallow", tmp_path)
+    attempt = Attempt(LIGHTGCN, "reference", 1)
+
+    def runner(cpu_only: bool) -> Runner:
+        options = RunOptions(
+            run_dir=run_dir, backend=get_backend("local"), tasks={}, agents=[],
+            cpu_only=cpu_only, keep_failed=1,
+        )  # fmt: skip
+        return Runner(options)
+
+    assert runfolder.read_verdict(passing)["passed"] is False
+    # A normal run scores the normal verdict: failed, so its machine may be kept.
+    assert runner(cpu_only=False)._keeps(attempt, passing) is True
+    # A CPU run scores the CPU judgment: passed, so its machine is destroyed like any pass.
+    assert runner(cpu_only=True)._keeps(attempt, passing) is False
+    shutil.rmtree(passing)
+    failing = _judged_attempt(run_dir, "untouched", tmp_path)
+    assert runner(cpu_only=True)._keeps(attempt, failing) is True
+    # No slot left, nothing kept.
+    cpu_run = runner(cpu_only=True)
+    assert cpu_run._keeps(attempt, failing) is True
+    assert cpu_run._keeps(attempt, failing) is False

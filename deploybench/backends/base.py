@@ -9,7 +9,10 @@ listed and destroyed later by any process, also after a crash."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import secrets
 import shlex
 import subprocess
 import threading
@@ -27,6 +30,60 @@ from deploybench.paths import TERRAFORM_DIR
 
 # The most a watcher reads of a running machine's file at once.
 LIVE_READ_CAP = 1 << 20
+# Bytes a machine's login may print before copy_out's header (a start-up file's banner).
+COPY_PREAMBLE_CAP = 64 * 1024
+COPY_CHUNK = 64 * 1024
+
+# What copy_out runs on the machine, as root (sudo), with no start-up file or site module of
+# Python read (-I -S): every folder on the way opened without following a link, the file itself
+# too (O_NOFOLLOW, O_NONBLOCK: a fifo never blocks), only a regular file of at most CAP bytes
+# streamed, at most CAP + 1 bytes of it. Its first line is the controller's nonce and a word.
+# This is courtesy, not the bound: the machine is the agent's, so its python3 and sudo may be
+# anything; the controller counts the bytes itself and stops at CAP + 1 (copy_out).
+_COPY_SCRIPT = r"""
+import errno, os, stat, sys
+nonce, path, cap = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out = sys.stdout.buffer
+def say(word):
+    out.write(("%s %s\n" % (nonce, word)).encode())
+    out.flush()
+parts = [p for p in path.split("/") if p]
+try:
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    for part in parts[:-1]:
+        nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        os.close(fd)
+        fd = nxt
+    f = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=fd)
+except FileNotFoundError:
+    say("absent")
+    sys.exit(0)
+except OSError as exc:
+    say("link" if exc.errno in (errno.ELOOP, errno.ENOTDIR) else "unreadable")
+    sys.exit(0)
+st = os.fstat(f)
+if not stat.S_ISREG(st.st_mode):
+    say("special")
+elif st.st_size > cap:
+    say("large")
+else:
+    say("file")
+    left = cap + 1
+    while left > 0:
+        chunk = os.read(f, min(65536, left))
+        if not chunk:
+            break
+        out.write(chunk)
+        left -= len(chunk)
+    out.flush()
+"""
+_COPY_REFUSED = {
+    "absent": None,
+    "link": "a symbolic link (or a link on its way), not copied",
+    "unreadable": "could not be opened, not copied",
+    "special": "not a regular file, not copied",
+    "large": "over {cap} bytes, not copied",
+}
 
 
 @dataclass
@@ -181,6 +238,94 @@ class Backend(ABC):
             return None
         return done.stdout if done.returncode == 0 else None
 
+    def copy_out(
+        self,
+        machines: dict[str, dict],
+        path: str,
+        folder: Path,
+        name: str,
+        cap: int,
+        timeout: float = 300,
+    ) -> str | None:
+        """Copy the regular file PATH of a running machine into FOLDER/NAME (mode 600), for the
+        agentic diagnosis's report and logs; None when copied or not there, else a one-line note
+        of why not. Over the harness's SSH login as root (sudo), like Ansible's become; the
+        machine is the agent's, so the bound is the controller's own: it counts the bytes as they
+        come and stops reading at CAP + 1 (the file is then refused), and writes nothing but a
+        file of its own naming in FOLDER (created O_EXCL, never through a link, renamed into
+        place when whole). A link or a file that is not regular, as seen when it is opened, is
+        refused on the machine; a machine that lies about it still gets at most CAP bytes in."""
+        machine = next(iter(machines.values()))
+        nonce = secrets.token_hex(16)
+        remote = shlex.join(
+            ["sudo", "-n", "/usr/bin/python3", "-I", "-S", "-c", _COPY_SCRIPT, nonce, path,
+             str(int(cap))]
+        )  # fmt: skip
+        args = [
+            "ssh",
+            *shlex.split(inventory.ssh_options(machine)),
+            "-o", "BatchMode=yes",
+            "-o", "ConnectTimeout=20",
+            "-o", "LogLevel=ERROR",
+            "-i", machine["private_key_file"],
+            "-p", str(machine["port"]),
+            f"{machine['user']}@{machine['host']}",
+            remote,
+        ]  # fmt: skip
+        shown = f"{path}: "
+        folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        part = f".{name}.{nonce}.part"
+        try:
+            proc = subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            os.close(folder_fd)
+            return shown + f"ssh could not start ({exc.strerror})"
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        written = False
+        try:
+            word, data = _copy_header(proc.stdout, nonce)
+            if word is None:
+                return shown + "the machine gave no answer, not copied"
+            if word != "file":
+                note = _COPY_REFUSED.get(word, "an answer the harness does not know, not copied")
+                return None if note is None else shown + note.format(cap=cap)
+            fd = os.open(
+                part,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+                dir_fd=folder_fd,
+            )
+            written = True
+            total = 0
+            with os.fdopen(fd, "wb") as dest:
+                while True:
+                    total += len(data)
+                    if total > cap:
+                        return shown + f"over {cap} bytes as it was copied, not copied"
+                    dest.write(data)
+                    data = proc.stdout.read1(COPY_CHUNK)
+                    if not data:
+                        break
+            if proc.wait() != 0 or not timer.is_alive():
+                return shown + f"the copy did not finish (ssh exited {proc.returncode})"
+            os.replace(part, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+            written = False
+            return None
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.stdout.close()
+            if written:
+                with contextlib.suppress(OSError):
+                    os.unlink(part, dir_fd=folder_fd)
+            os.close(folder_fd)
+
     def revive(self, folder: Path, loopback_ports: list[int]) -> dict[str, dict]:
         """A kept machine (backends/kept.py) running again, for the agentic diagnosis: its
         machines. A cloud machine was never stopped (its stop stage ended only the agent's
@@ -252,3 +397,24 @@ class Backend(ABC):
     def sweep(self, dry_run: bool = False) -> list[str]:
         """Find (and unless dry_run, destroy) what crashed runs left; return what was found."""
         return []
+
+
+def _copy_header(stream, nonce: str) -> tuple[str | None, bytes]:
+    """copy_out's header line (NONCE WORD) and the bytes after it, read from STREAM; what a
+    login printed before it (at most COPY_PREAMBLE_CAP bytes) is dropped. (None, b"") when no
+    header came."""
+    mark = f"{nonce} ".encode()
+    seen = b""
+    while len(seen) <= COPY_PREAMBLE_CAP + len(mark) + 64:
+        chunk = stream.read1(COPY_CHUNK)
+        if not chunk:
+            return None, b""
+        seen += chunk
+        at = seen.find(mark)
+        if at < 0 or seen.find(b"\n", at) < 0:
+            continue
+        if at > COPY_PREAMBLE_CAP:
+            break
+        end = seen.index(b"\n", at)
+        return seen[at + len(mark) : end].decode("ascii", "replace"), seen[end + 1 :]
+    return None, b""

@@ -47,6 +47,13 @@ SECTIONS = {
     "recommended_fix": "recommended fix",
 }
 BULLET = r"^\s*[-*]\s+"
+# What the controller copies back of the machine after the diagnostic agent (file on the machine,
+# name in the diagnosis folder): each a regular file of at most COPY_CAP bytes, or nothing.
+COPIED = (
+    (f"{MACHINE_DIR}/diagnosis.md", "diagnosis.md"),
+    *((f"{CONTROL_DIR}/{name}", name) for name in (runfolder.AGENT_LOG, runfolder.TRAJECTORY)),
+)
+COPY_CAP = 16 << 20
 # The diagnostic agent's budget beyond its own minutes: installing its scaffold, the copies.
 SETUP_SECONDS = 1800
 
@@ -156,6 +163,7 @@ def diagnose_attempt(
     started = time.monotonic()
     gateway = Gateway().start()
     summary: dict[str, Any] = {}
+    refused: list[str] = []
     error = None
     try:
         backend = get_backend(backend_name)
@@ -194,6 +202,12 @@ def diagnose_attempt(
                 pass_env=[*spec.env_from_controller, *backend.playbook_env()],
                 env_values=dict.fromkeys(spec.env_from_controller, lease.key),
             )
+        # Read back by the controller itself, the bound counted as the bytes come (the machine
+        # is the failed agent's: backends/base.py copy_out), whatever the playbook said.
+        for path, name in COPIED:
+            note = backend.copy_out(machines, path, out, name, COPY_CAP)
+            if note:
+                refused.append(note)
         summary = gateway.close(lease)
         if not played.ok:
             error = f"the diagnosis playbook failed: {played.status}"
@@ -207,7 +221,10 @@ def diagnose_attempt(
     report = report_path.read_text(errors="replace") if report_path.is_file() else ""
     sections = parse_report(report)
     if not report and error is None:
-        error = "the diagnostic agent wrote no report"
+        copy = next((n for n in refused if n.startswith(COPIED[0][0] + ":")), None)
+        error = (
+            f"its report was refused: {copy}" if copy else "the diagnostic agent wrote no report"
+        )
     root = sections.get("root_cause", "")
     evidence = sections.get("evidence", [])
     return {
@@ -222,6 +239,9 @@ def diagnose_attempt(
         "patterns": diagnose.map_patterns(root + "\n" + "\n".join(evidence)) if root else [],
         "report": f"{runfolder.DIAGNOSIS_AGENT_DIR}/diagnosis.md" if report else None,
         "error": error,
+        # What the controller refused to copy back of the machine (a link, a special file, a
+        # file over COPY_CAP bytes), one line each.
+        "refused": refused,
         "calls": summary.get("calls", 0),
         "tokens_in": summary.get("tokens_in", 0),
         "tokens_out": summary.get("tokens_out", 0),

@@ -260,7 +260,7 @@ class Runner:
         finally:
             if lease is not None:
                 self._close(lease, folder)
-            if self._keeps(folder):
+            if self._keeps(attempt, folder):
                 # The verdict is written and final: only now may the machine outlive it.
                 kept.mark(deployment, folder, self.o.keep_hours)
                 deployments.keep_evidence(deployment, folder / runfolder.MACHINE_DIR)
@@ -282,12 +282,19 @@ class Runner:
         agent.behaviour.write_trajectory(agent, folder, events, attempt.task_id)
         return self._result_line(attempt, agent, folder, started_at)
 
-    def _keeps(self, folder: Path) -> bool:
-        """Whether this attempt's machine is kept: a failed verdict, a slot left, no Ctrl-C."""
+    def _keeps(self, attempt: Attempt, folder: Path) -> bool:
+        """Whether this attempt's machine is kept: failed by the judgment the run scores (under
+        --cpu-only the CPU judgment, which a GPU task's normal verdict always fails), a slot
+        left, no Ctrl-C."""
         if not self.o.keep_failed or self.cancelled.is_set():
             return False
-        if not runfolder.has_verdict(folder) or runfolder.read_verdict(folder).get("passed"):
+        if not runfolder.has_verdict(folder):
             return False
+        try:
+            if self._passed(attempt, folder):
+                return False
+        except DeployBenchError:
+            return False  # no verify.json: the attempt is not scored (an infrastructure error)
         return self.keep_slots.take()
 
     def _lease(self, agent: AgentSpec, folder: Path):
