@@ -17,6 +17,7 @@ from pathlib import Path
 import boto3
 import pytest
 import yaml
+from packaging.specifiers import SpecifierSet
 
 from deploybench import contracts
 from deploybench.backends import MachineRequest, get_backend, terraform
@@ -369,3 +370,128 @@ def test_the_cost_prompt_of_a_real_run_counts_its_agent_seconds(aws, runs):
     assert "upper bound" in text and "ceiling for the machines" in text, text
     assert "Start 1 aws machines for at most $" in text and out.returncode != 0
     assert _instances(ec2, owner) == []
+
+
+def _rendered_install(spec) -> tuple[str, dict[str, str]]:
+    """The shell script and environment of the role's real install task (roles/agent_command/
+    tasks/scaffold.yml, "Run the spec's install"), templated by Ansible with the role's defaults,
+    the block's vars and the extra vars the attempt gives the playbook for SPEC (written as the
+    attempt writes them, `!unsafe` and all), with the role's own filter plugin."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.plugins.loader import filter_loader
+    from ansible.template import Templar
+
+    from deploybench.attempt.ansible import _VarsDumper
+
+    role = REPO / "roles" / "agent_command"
+    filter_loader.add_directory(str(role / "filter_plugins"))
+    loader = DataLoader()
+    extravars = loader.load(yaml.dump(spec.extravars(), Dumper=_VarsDumper))
+    tasks = loader.load_from_file(str(role / "tasks" / "scaffold.yml"), trusted_as_template=True)
+    [(block, task)] = [
+        (t, s) for t in tasks for s in t.get("block", []) if s["name"] == "Run the spec's install"
+    ]
+    defaults = loader.load_from_file(str(role / "defaults" / "main.yml"))
+    templar = Templar(loader=loader, variables={**defaults, **block["vars"], **extravars})
+    return (
+        str(templar.template(task["ansible.builtin.shell"]["cmd"])),
+        {k: str(v) for k, v in templar.template(task["environment"]).items()},
+    )
+
+
+def _terraform_plan(backend, request: MachineRequest, folder: Path) -> dict:
+    """`terraform plan` of the backend's real root with the variables it gives REQUEST, against
+    moto, as JSON (`terraform show -json`): its data sources are read for real."""
+    from python_terraform import IsFlagged
+
+    deployment = terraform.Deployment(backend.env_dir, folder)
+    deployment.init()
+    deployment.var_file.write_text(json.dumps(backend.terraform_vars(request, folder)))
+    plan = folder / "plan.bin"
+    deployment._run(
+        "plan", input=False, no_color=IsFlagged, var_file=str(deployment.var_file),
+        state=str(deployment.state_file), out=str(plan),
+    )  # fmt: skip
+    return json.loads(deployment._run("show", str(plan), json=IsFlagged, no_color=IsFlagged))
+
+
+def _resources(module: dict) -> list[dict]:
+    return [
+        *module.get("resources", []),
+        *(r for m in module.get("child_modules", []) for r in _resources(m)),
+    ]
+
+
+def test_openhands_on_aws_gets_ubuntu_2204_and_a_python_of_its_own(aws, runs, state_home, tmp_path):
+    """Issue J: `--backend aws --agent openhands` with the default image passes the pre-flight
+    (the image's Python 3.10 is not OpenHands' 3.12+, but a cloud machine fetches one), the
+    plan is Canonical's Ubuntu 22.04, and the install the role renders for it makes the venv from
+    a uv-managed Python >= 3.12 put into the prefix. `--image debian13`, and a local machine
+    whose image lacks the Python, are one line, exit 2, before the cost prompt and any machine."""
+    from deploybench.attempt import agents
+    from tests.scripted_llm import ScriptedLLM
+
+    ec2, owner = aws
+    config = REPO / "agents" / "openhands.yaml"
+    backend = get_backend("aws")
+    started = time.monotonic()
+    with ScriptedLLM([]) as llm:  # the provider's pre-flight call (a model list) goes here
+        base = ["run", "--backend", "aws", "--agent", "openhands", "--agent-config", config]
+        base += ["--tasks", "legacycalc_demo24", "--llm-base-url", llm.base_url]
+        env = {"OPENAI_API_KEY": "sk-test-aws-openhands"}
+        # The default image: through the pre-flight to the cost prompt, declined.
+        out = run_cli(*base, "--run-id", "oh-aws", input="n\n", env=env, check=False)
+        text = out.stdout + out.stderr
+        assert "Cost estimate (aws" in text and out.returncode != 0, text
+        assert "Start 1 aws machines for $" in text and "[y/N]: deploybench: aborted" in text
+        assert "needs Python" not in text, text
+        # An image the backend does not offer: one line, exit 2, no prompt (the "y" is unread).
+        bad = run_cli(*base, "--image", "debian13", "--run-id", "oh-d13", input="y\n", env=env,
+                      check=False)  # fmt: skip
+        assert bad.returncode == 2, bad.stdout + bad.stderr
+        assert "Cost estimate" not in bad.stdout and "[y/N]" not in bad.stdout, bad.stdout
+        assert bad.stderr.splitlines() == [
+            "deploybench: error: the aws backend offers no image 'debian13' (ubuntu2204)"
+        ], bad.stderr
+    # The local backend's default image has Python 3.11 and its machines fetch none.
+    local = run_cli(
+        "run", "--agent", "openhands", "--agent-config", config, "--tasks", "legacycalc_demo24",
+        "--run-id", "oh-d12", input="y\n", env=env, check=False,
+    )  # fmt: skip
+    assert local.returncode == 2, local.stdout + local.stderr
+    assert "Cost estimate" not in local.stdout and "[y/N]" not in local.stdout, local.stdout
+    [line] = local.stderr.splitlines()
+    assert "agent openhands needs Python >=3.12,<3.14; the image debian12 has 3.11" in line, line
+    assert _instances(ec2, owner, states=("pending", "running", "stopped", "terminated")) == []
+    assert not any((runs / r).exists() for r in ("oh-aws", "oh-d13", "oh-d12"))
+    print(f"pre-flight runs: {time.monotonic() - started:.1f} s")
+
+    # The plan of the machine such a run asks for (no --image: the backend's default image).
+    started = time.monotonic()
+    plan = _terraform_plan(backend, MachineRequest(run_id="ohplan"), tmp_path / "deployment")
+    print(f"terraform plan: {time.monotonic() - started:.1f} s")
+    assert plan["variables"]["image"]["value"] == "ubuntu2204"
+    [ami] = [r for r in _resources(plan["prior_state"]["values"]["root_module"])
+             if r["type"] == "aws_ami"]  # fmt: skip
+    assert ami["values"]["owner_id"] == CANONICAL and JAMMY.match(ami["values"]["name"]), ami
+    [instance] = [
+        r for r in _resources(plan["planned_values"]["root_module"]) if r["type"] == "aws_instance"
+    ]
+    assert instance["values"]["ami"] == ami["values"]["id"] == "ami-0a1b2c3d4e5f60001"
+    assert _instances(ec2, owner) == []  # a plan makes nothing
+
+    # The install the role renders for OpenHands there: the image's python3 (3.10) does not fit
+    # the venv's Python, so uv fetches one (cloud machines reach its builds) into the prefix.
+    spec = agents.load_agent("openhands", config)
+    assert backend.image_pythons["ubuntu2204"] not in SpecifierSet(spec.python)
+    assert agents.platform_problems([spec], "ubuntu2204", backend.image_pythons, True) == []
+    script, environment = _rendered_install(spec)
+    print("rendered install:", script, "\nits environment:", environment)
+    prefix = "/opt/deploybench-agent/openhands"
+    venv = f"{prefix}/uv/uv venv -q --python-preference system -p '>=3.12,<3.14' {prefix}/venv;"
+    assert script.startswith(f"set -e; {venv} {prefix}/uv/uv pip install -q -p {prefix}/venv/")
+    assert spec.python == ">=3.12,<3.14"
+    # uv's own Pythons go into the prefix, and nothing forbids the download.
+    assert environment["UV_PYTHON_INSTALL_DIR"] == f"{prefix}/python"
+    assert not {"UV_PYTHON_DOWNLOADS", "UV_OFFLINE", "UV_PYTHON_PREFERENCE"} & set(environment)
+    assert "only-system" not in script and "--no-python-downloads" not in script

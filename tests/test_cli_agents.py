@@ -12,6 +12,7 @@ before the machine is destroyed (`UpperLayerWatch`)."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import threading
 import time
@@ -22,6 +23,7 @@ import yaml
 
 from deploybench import runfolder, trajectories
 from tests.conftest import REPO, run_cli
+from tests.fresh_env import ENV_COMMAND, fresh_login, seen
 from tests.scripted_llm import (
     RUNBOOK,
     Reply,
@@ -148,8 +150,10 @@ class UpperLayerWatch:
 
 
 def shell_solution() -> list[Reply]:
-    """legacycalc's commands, as either tool's shell calls, up to and without the runbook."""
-    return [Reply(r.content, r.command) for r in legacycalc_solution()[:-2]]
+    """What the machine has (the environment probe of tests/fresh_env.py), then legacycalc's
+    commands, as either tool's shell calls, up to and without the runbook."""
+    probe = Reply("First, what this machine has.", ENV_COMMAND)
+    return [probe, *(Reply(r.content, r.command) for r in legacycalc_solution()[:-2])]
 
 
 def codex_solution() -> list[Reply]:
@@ -244,8 +248,24 @@ def events_of(attempt: Path) -> list[dict]:
     return trajectories.from_contract5(events)  # raises on any event outside contract 5
 
 
+def probe_output(events: list[dict], folder: Path, name: str, fresh: str) -> str:
+    """The output of the agent's first command, the environment probe (Codex wraps it in
+    `/bin/bash -lc '...'`), saved beside the fresh login's output for the comparison."""
+    first = next(e for e in events if e["kind"] == "command")
+    assert ENV_COMMAND in (first["command"], *shlex.split(first["command"])), first
+    (folder / "env-fresh-login.txt").write_text(fresh)
+    (folder / f"env-{name}.txt").write_text(first["output"])
+    print(f"fresh: {seen(fresh)}\n{name}: {seen(first['output'])}")
+    return first["output"]
+
+
 def test_codex_and_claude_code_solve_the_demo(root_host, runs, state_home, tmp_path):
     codex_script, claude_script = codex_solution(), claude_solution()
+    # What a login shell of vm sees on a fresh machine of the same image (made and destroyed
+    # before the run): each agent's first command must see the same.
+    started = time.monotonic()
+    fresh = fresh_login("debian12")
+    print(f"fresh login: {time.monotonic() - started:.1f} s")
     run_dir = runs / "cli"
     attempts = {a: run_dir / TASK / a / "1" for a in ("codex", "claude-code")}
     at_first_call: dict[str, list[str]] = {"codex": [], "claude-code": []}
@@ -329,7 +349,9 @@ def test_codex_and_claude_code_solve_the_demo(root_host, runs, state_home, tmp_p
     assert row["tokens_in"] == codex.tokens_in and row["tokens_out"] == codex.tokens_out
     events = events_of(attempts["codex"])
     commands = [e for e in events if e["kind"] == "command"]
-    assert len(commands) == 7 and all(isinstance(e.get("exit_code"), int) for e in commands)
+    assert len(commands) == 8 and all(isinstance(e.get("exit_code"), int) for e in commands)
+    # Its commands ran in the machine's own environment, not its scaffold's (Node's, npm's).
+    assert seen(probe_output(events, tmp_path, "codex", fresh)) == seen(fresh)
     [make] = [e for e in commands if e["command"] == "/bin/bash -lc make"]
     assert make["exit_code"] != 0 and "throw" in make["output"]
     assert events[-1]["kind"] == "finish"
@@ -345,7 +367,8 @@ def test_codex_and_claude_code_solve_the_demo(root_host, runs, state_home, tmp_p
     assert row["tokens_in"] == claude.tokens_in and row["tokens_out"] == claude.tokens_out
     events = events_of(attempts["claude-code"])
     commands = [e for e in events if e["kind"] == "command"]
-    assert len(commands) == 6 and all(isinstance(e.get("exit_code"), int) for e in commands)
+    assert len(commands) == 7 and all(isinstance(e.get("exit_code"), int) for e in commands)
+    assert seen(probe_output(events, tmp_path, "claude-code", fresh)) == seen(fresh)
     [make] = [e for e in commands if e["command"] == "make"]
     assert make["exit_code"] != 0 and "throw" in make["output"]
     assert [e["path"] for e in events if e["kind"] == "file_edit"] == [f"{WORKDIR}/RUNBOOK.MD"]
