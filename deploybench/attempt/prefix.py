@@ -38,7 +38,8 @@ _NETWORK = re.compile(
     r"|Connection timed out|No route to host|getaddrinfo|Failed to connect to"
     r"|unable to access 'https?://|Max retries exceeded|Request failed|urlopen error"
     r"|Could not connect|Connection reset|unable to resolve host|host not found"
-    r"|hostname lookup failed|Could not resolve hostname|Temporary failure resolving",
+    r"|hostname lookup failed|Could not resolve hostname|Temporary failure resolving"
+    r"|Initial download of repository failed|Curl failed",
     re.IGNORECASE,
 )
 # A role argument the operator must give (its argument spec: required, no default).
