@@ -597,15 +597,18 @@ def _bank_lines(run_dir: Path, rows: list[dict]) -> None:
 BLOCKED = ("gpu", "host", "budget", "input", "image")
 
 
-def _stageable(selection: Selection, mirror: Path | None, backend: str, image: str) -> Selection:
-    """The selected tasks whose sources can be had here; each of the others gets its prefix
-    record now (stopped before any machine, at its staging), so one missing repository does
-    not stop the others' validation."""
+def _stageable(
+    selection: Selection, mirror: Path | None, backend: str, image: str
+) -> tuple[Selection, dict[str, dict]]:
+    """The selected tasks whose sources can be had here, and the prefix records of the others
+    (stopped before any machine, at its staging; written after the run, so the run's own
+    provenance sees the checkout as it was), so one missing repository does not stop the
+    others' validation."""
     from deploybench.catalog import staging
 
     harness = provenance.harness()
     commit = (harness["commit"] or "unknown")[:12] + ("+dirty" if harness["dirty"] else "")
-    kept = []
+    kept, unstaged = [], {}
     for task_id, task in _select_tasks(selection).items():
         try:
             staging.ensure({task_id: task}, mirror)
@@ -620,13 +623,15 @@ def _stageable(selection: Selection, mirror: Path | None, backend: str, image: s
                 "stopped_by": "host",
                 "why": f"its sources cannot be had here: {exc}"[:400],
             }
-            record_prefix(catalog.Task(task_id, tasks_dir=TASKS_DIR).file, entry)
+            unstaged[task_id] = entry
             click.echo(f"{task_id}: stopped at its staging, by host: {exc}")
         else:
             kept.append(task_id)
     if not kept:
+        for task_id, entry in unstaged.items():
+            record_prefix(catalog.Task(task_id, tasks_dir=TASKS_DIR).file, entry)
         raise DeployBenchError("no selected task's sources can be had here: nothing to run")
-    return Selection(tasks=",".join(kept))
+    return Selection(tasks=",".join(kept)), unstaged
 
 
 def _record_prefixes(run_dir: Path, rows: list[dict], image: str) -> dict[str, str]:
@@ -736,8 +741,9 @@ def validate_references(
         chosen = Selection(tasks="all", validated=False)
     else:
         chosen = Selection(demo=True)  # nothing named: a quick check of the machinery
+    unstaged: dict[str, dict] = {}
     if until_blocked:
-        chosen = _stageable(
+        chosen, unstaged = _stageable(
             chosen, source_mirror, backend, image or get_backend(backend).default_image
         )
     run_dir, rows = execute(
@@ -765,6 +771,8 @@ def validate_references(
         if until_blocked
         else {}
     )
+    for task_id, entry in unstaged.items():
+        record_prefix(catalog.Task(task_id, tasks_dir=TASKS_DIR).file, entry)
     failed = []
     for row in rows:
         task_file = catalog.Task(row["task_id"], tasks_dir=TASKS_DIR).file
