@@ -121,26 +121,25 @@ def test_nothing_hidden_is_on_the_machine_while_the_agent_runs(root_host, runs, 
     assert row["status"] == "completed" and row["passed"] is False
 
 
+def kill_first_machine(state_home, killed, seconds):
+    """Pull the plug of the first machine whose agent runs (its log appears in the machine's
+    overlay): its PID 1 SIGKILLed, its name added to `killed`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for log in machines_dir(state_home).glob("*/layer/upper/home/vm/.deploybench/agent.log"):
+            info = json.loads((log.parents[5] / "machine.json").read_text())
+            time.sleep(1)
+            os.kill(info["init_pid"], signal.SIGKILL)
+            killed.append(info["name"])
+            return
+        time.sleep(0.1)
+
+
 def test_a_machine_that_dies_is_an_infra_error_retried_once(root_host, runs, tmp_path, state_home):
     config = tmp_path / "agents.yaml"
     config.write_text(json.dumps({"sleeper": {"command": "sleep 12"}}))
     killed = []
-
-    def kill_first_machine():
-        # Pull the plug once the agent is running: its log appears in the machine's overlay.
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            for log in machines_dir(state_home).glob(
-                "*/layer/upper/home/vm/.deploybench/agent.log"
-            ):
-                info = json.loads((log.parents[5] / "machine.json").read_text())
-                time.sleep(1)
-                os.kill(info["init_pid"], signal.SIGKILL)
-                killed.append(info["name"])
-                return
-            time.sleep(0.1)
-
-    watcher = threading.Thread(target=kill_first_machine)
+    watcher = threading.Thread(target=kill_first_machine, args=(state_home, killed, 120))
     watcher.start()
     run_cli(
         "run", "--agent", "sleeper", "--agent-config", config, "--tasks", TASK, "--run-id", "dies"
@@ -168,21 +167,7 @@ def test_killed_then_resumed_with_retry_infra_reruns_only_the_infra_rows(
         "--run-id", "repair", "--infra-retries", "0",
     ]  # fmt: skip
     killed = []
-
-    def kill_first_machine():
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            for log in machines_dir(state_home).glob(
-                "*/layer/upper/home/vm/.deploybench/agent.log"
-            ):
-                info = json.loads((log.parents[5] / "machine.json").read_text())
-                time.sleep(1)
-                os.kill(info["init_pid"], signal.SIGKILL)
-                killed.append(info["name"])
-                return
-            time.sleep(0.1)
-
-    watcher = threading.Thread(target=kill_first_machine)
+    watcher = threading.Thread(target=kill_first_machine, args=(state_home, killed, 180))
     watcher.start()
     proc = start_run(*args, quiet=True)
     run_dir = runs / "repair"

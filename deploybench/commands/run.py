@@ -696,10 +696,10 @@ def _record_prefixes(run_dir: Path, rows: list[dict], image: str) -> dict[str, s
     is_flag=True,
     help="Run each role on a machine without a GPU until its first step that needs a GPU or a "
     "host this machine cannot reach, and record in its task.yaml (prefix_validation) how far "
-    "it got: the last step reached, where and why it stopped (gpu, host, budget, defect; "
-    "verifier or none when it ran to its end), the date and the harness commit. Without "
-    "--tasks: every catalog task not validated yet. Fails only for a role stopped by a defect "
-    "of its own or a verifier that said no.",
+    "it got: the last step reached, where and why it stopped (gpu, host, budget, input, image, "
+    "defect; verifier or none when it ran to its end), the date and the harness commit. "
+    "Without --tasks: every catalog task not validated yet. Fails only for a role stopped by a "
+    "defect of its own or a verifier that said no.",
 )
 @click.option(
     "--step-minutes",
