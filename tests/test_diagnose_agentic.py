@@ -124,6 +124,20 @@ def test_a_kept_machine_is_abandoned_when_its_time_or_its_diagnosis_ends(tmp_pat
     assert kept.abandoned(mine) is None
 
 
+def diagnose_with(script: list[Reply], run_dir: Path, tmp_path: Path):
+    """`diagnose RUN --agentic` with mini-swe-agent on this script of the scripted model:
+    (the command's result, the model server, the wall seconds it took)."""
+    with ScriptedLLM(script) as doctor:
+        config = agent_config(tmp_path, {"mini-swe-agent": {"base_url": doctor.base_url}})
+        started = time.monotonic()
+        done = run_cli(
+            "diagnose", run_dir, "--agentic", "--agent", "mini-swe-agent",
+            "--agent-config", config, "--minutes", "5",
+            env={"OPENAI_API_KEY": DUMMY_KEY},
+        )  # fmt: skip
+    return done, doctor, time.monotonic() - started
+
+
 def _snapshot(run_dir: Path) -> dict[str, bytes]:
     attempt = run_dir / TASK / "mini-swe-agent" / "1"
     return {
@@ -163,15 +177,7 @@ def test_a_failed_attempt_is_kept_diagnosed_on_its_machine_and_ended(
     [machine] = json.loads(run_cli("machines", "--json").stdout).values()
     assert machine["kept"].startswith("until ") and str(attempt) in machine["kept"]
 
-    with ScriptedLLM(diagnostician(machine["port"])) as doctor:
-        config = agent_config(tmp_path, {"mini-swe-agent": {"base_url": doctor.base_url}})
-        started = time.monotonic()
-        done = run_cli(
-            "diagnose", run_dir, "--agentic", "--agent", "mini-swe-agent",
-            "--agent-config", config, "--minutes", "5",
-            env={"OPENAI_API_KEY": DUMMY_KEY},
-        )  # fmt: skip
-        wall = time.monotonic() - started
+    done, doctor, wall = diagnose_with(diagnostician(machine["port"]), run_dir, tmp_path)
     print(done.stdout)
     assert (
         "1 failed attempt(s) diagnosed (agentic (mini-swe-agent) on 1 kept machine" in done.stdout

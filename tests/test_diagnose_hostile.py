@@ -32,7 +32,7 @@ from deploybench.backends import get_backend, kept
 from deploybench.catalog import Task
 from tests.conftest import run_cli
 from tests.scripted_llm import MINI_SUBMIT, Reply, ScriptedLLM
-from tests.test_diagnose_agentic import KEY, REPORT, TASK, VERDICT, WORKDIR
+from tests.test_diagnose_agentic import KEY, REPORT, TASK, VERDICT, WORKDIR, diagnose_with
 from tests.test_local_backend import ssh
 from tests.test_real_agent import DUMMY_KEY, agent_config
 
@@ -240,15 +240,7 @@ def test_a_failed_agents_hooks_steer_its_diagnosis_and_change_nothing_of_the_con
     results_bytes = (run_dir / "results.jsonl").read_bytes()
     verdict_bytes = (attempt / "verdict.json").read_bytes()
 
-    with ScriptedLLM(steered(machine["port"])) as doctor:
-        config = agent_config(tmp_path, {"mini-swe-agent": {"base_url": doctor.base_url}})
-        started = time.monotonic()
-        done = run_cli(
-            "diagnose", run_dir, "--agentic", "--agent", "mini-swe-agent",
-            "--agent-config", config, "--minutes", "5",
-            env={"OPENAI_API_KEY": DUMMY_KEY},
-        )  # fmt: skip
-        wall = time.monotonic() - started
+    done, doctor, wall = diagnose_with(steered(machine["port"]), run_dir, tmp_path)
     print(done.stdout)
     for message in doctor.requests[-1]["messages"][-6:]:
         print(str(message.get("content"))[:600])
