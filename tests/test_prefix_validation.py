@@ -147,6 +147,21 @@ def test_hosts_named_reads_urls_and_git_addresses():
     assert prefix.hosts_named(text) == ["huggingface.co", "github.com"]
 
 
+def test_the_host_a_tool_names_comes_before_a_stack_frames_url():
+    # raco's refusal (jitterbug_osdi20): the stack names a function as http://getpost-impure-port.
+    said = (
+        "tcp-connect: host not found\n  hostname: github.com\n  port number: 443\n"
+        "   /usr/share/racket/collects/net/url.rkt:202:0: http://getpost-impure-port\n"
+        "Querying Git references for rosette at https://github.com/emina/rosette.git#c092b65"
+    )
+    assert prefix.hosts_named(said) == ["github.com"]
+    kind, why = prefix.why_stopped({"name": "raco", "said": said}, probe=lambda host: False)
+    assert (kind, why) == (
+        "host",
+        "github.com cannot be reached from here: tcp-connect: host not found",
+    )
+
+
 # ---- end to end, real machines ------------------------------------------------------------
 BLOCKS = {
     "gpu": """- name: Install the GPU driver

@@ -97,12 +97,22 @@ def _command(res: dict[str, Any]) -> str:
     return str(cmd or args.get("url") or args.get("repo") or "")
 
 
+# Where a tool names the host it failed on (Racket's "hostname: X", wget's "host address 'X'",
+# curl's and git's "resolve host: X"): read before any URL of the text.
+_NAMED_HOST = re.compile(
+    r"(?:hostname: |host address .|resolve host: |resolve hostname )"
+    r"([A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]+)"
+)
+
+
 def hosts_named(text: str) -> list[str]:
-    """The hosts of the URLs (and git's user@host: addresses) in text, in order, once each."""
-    found = []
+    """The hosts a text names: those a tool says it failed on, then the hosts of its URLs (and
+    git's user@host: addresses), in order, once each; only names with a dot (a Racket stack
+    frame `url.rkt: http://getpost-impure-port` is a function, not a host)."""
+    found = list(dict.fromkeys(_NAMED_HOST.findall(text)))
     for url in _URL.findall(text):
         host = urlsplit(url).hostname
-        if host and host not in found:
+        if host and "." in host and host not in found:
             found.append(host)
     for host in _SCP_HOST.findall(text):
         if host not in found:
