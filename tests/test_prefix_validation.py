@@ -282,3 +282,20 @@ def test_until_blocked_on_a_role_that_passes_validates_it(root_host, runs, check
     assert got["why"] == "the reference setup passed its verifier"
     assert got["harness_commit"].endswith("+dirty") is False
     assert record["validated"]["run_id"] == got["run_id"]
+
+
+def test_what_a_machine_said_is_shown_as_it_is_not_as_markup(tmp_path):
+    # A build log's "[error]" or "[/]" would be eaten (or raise) as rich markup in the tables.
+    from rich.console import Console
+
+    from deploybench.commands.tasks import _prefix_cells
+
+    said = "make: *** [error] no rule [/] to make target"
+    record = {"steps_ok": 3, "stopped_at": "Build [bold] it (r/tasks/main.yml:4)", "why": said}
+    record |= {"stopped_by": "defect", "at": "2026-12-05T00:00:00Z", "harness_commit": "abc"}
+    cells = _prefix_cells(record)
+    console = Console(width=300, record=True)
+    for cell in cells:
+        console.print(cell)
+    shown = console.export_text()
+    assert said in shown and "Build [bold] it" in shown

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from deploybench import catalog, runfolder
@@ -649,9 +650,10 @@ def _record_prefixes(run_dir: Path, rows: list[dict], image: str) -> dict[str, s
         table.add_row(
             row["task_id"],
             str(entry["steps_ok"]),
-            entry.get("stopped_at", ""),
+            # What a machine said, shown as it is: a "[error]" in a build log is no markup.
+            escape(entry.get("stopped_at", "")),
             entry["stopped_by"],
-            entry["why"][:160],
+            escape(entry["why"][:160]),
         )
     Console(width=200).print(table)
     return stopped

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from deploybench import catalog
@@ -81,11 +82,12 @@ def _prefix_cells(prefix: dict | None) -> tuple[str, str, str, str]:
     if not prefix:
         return "", "", "", "not tried"
     at = f" ({prefix['at'][:10]}, {prefix['harness_commit']})"
+    # What a machine said, shown as it is: a "[error]" in a build log is no markup.
     return (
         str(prefix["steps_ok"]),
-        prefix.get("stopped_at", "(its end)"),
+        escape(prefix.get("stopped_at", "(its end)")),
         prefix["stopped_by"],
-        prefix["why"][:200] + at,
+        escape(prefix["why"][:200] + at),
     )
 
 
