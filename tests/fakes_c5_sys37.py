@@ -112,7 +112,7 @@ def kaldi(elf_run):
     return build
 
 
-# ---- karousos_eurosys24: MySQL, the server and verifier scripts ------------------------------
+# ---- karousos_eurosys24: the server and verifier scripts (tests/fakes_c5_fakes1.py's fakes) ----
 KAR_SERVER = """
 t="$KAR_HOME/src/advice/karousos_$1-$2"; mkdir -p "$t"
 tail -n +3 "workloads/$1/$2/t1.csv" \\
@@ -125,21 +125,6 @@ cmp -s "$t/trace.csv" "$t/.orig" \\
   && echo 'Consistent ordering verification and isolation level verification pass!'
 exit 0
 """
-
-
-def karousos(tmp_path):
-    workdir = tree(
-        tmp_path / "wd",
-        {
-            "mysql/bin/mysqld_safe": "#!/bin/sh\nexit 0\n",
-            "src/apps/message-prover/index.js": "\n",
-            "src/apps/message-verifier/index.js": "\n",
-            "src/runServer.sh": "#!/bin/sh\n" + KAR_SERVER,
-            "src/runVerifier.sh": "#!/bin/sh\n" + KAR_VERIFIER,
-        },
-    )
-    stub_elf(workdir / "mysql/bin/mysqld", 'echo "$0  Ver 8.0.19 for Linux on x86_64"')
-    return workdir
 
 
 # ---- kflex_sosp24: kernel image, BPF object, benchmark ---------------------------------------
@@ -207,42 +192,6 @@ def oceananigans(elf):
         return workdir
 
     return build
-
-
-# ---- openfoam_github25: blockMesh and foamRun -------------------------------------------------
-BLOCKMESH = """
-n=$(sed -n 's/.*hex .*(\\([0-9]*\\) [0-9]* 1).*/\\1/p' system/blockMeshDict)
-echo "    nCells: $((n * n))"
-echo End
-"""
-FOAMRUN = """
-echo "Version: 13"
-echo "Selecting solver incompressibleFluid"
-echo "Courant Number mean: 0.2 max: 0.8"
-echo "time step continuity errors : sum local = 1e-08, global = 1e-19"
-echo "Time = 0.25s"
-echo End
-mkdir -p 0.25 && : > 0.25/U && : > 0.25/p
-"""
-
-
-def openfoam(tmp_path):
-    plat = "platforms/linux64GccDPInt32Opt"
-    workdir = tree(
-        tmp_path / "wd",
-        {
-            f"{plat}/lib/libfiniteVolume.so": "x\n",
-            "tutorials/incompressibleFluid/cavity/system/blockMeshDict": (
-                "blocks\n(\n    hex (0 1 2 3 4 5 6 7) (20 20 1) simpleGrading (1 1 1)\n);\n"
-            ),
-            "tutorials/incompressibleFluid/cavity/system/controlDict": (
-                "endTime         0.5;\ndeltaT          0.005;\nwriteInterval   20;\n"
-            ),
-        },
-    )
-    stub_elf(workdir / plat / "bin/blockMesh", BLOCKMESH)
-    stub_elf(workdir / plat / "bin/foamRun", FOAMRUN)
-    return workdir
 
 
 # ---- pash_eurosys21: pa.sh running the pipeline with bash, and its log -----------------------
