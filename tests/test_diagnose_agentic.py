@@ -124,6 +124,20 @@ def test_a_kept_machine_is_abandoned_when_its_time_or_its_diagnosis_ends(tmp_pat
     assert kept.abandoned(mine) is None
 
 
+def kept_failure(script: list[Reply], run_dir: Path, tmp_path: Path) -> None:
+    """A run of one mini-swe-agent attempt on TASK, scripted by `script`, that fails and whose
+    machine is kept (--keep-failed 1) for a diagnosis."""
+    with ScriptedLLM(script) as llm:
+        config = agent_config(tmp_path, {"mini-swe-agent": {"base_url": llm.base_url}})
+        run_cli(
+            "run", "--agent", "mini-swe-agent", "--agent-config", config, "--tasks", TASK,
+            "--run-id", run_dir.name, "--keep-failed", "1", "--keep-hours", "1",
+            env={"OPENAI_API_KEY": DUMMY_KEY},
+        )  # fmt: skip
+    [row] = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert row["status"] == "completed" and not row["passed"], row
+
+
 def diagnose_with(script: list[Reply], run_dir: Path, tmp_path: Path):
     """`diagnose RUN --agentic` with mini-swe-agent on this script of the scripted model:
     (the command's result, the model server, the wall seconds it took)."""
@@ -156,15 +170,7 @@ def test_a_failed_attempt_is_kept_diagnosed_on_its_machine_and_ended(
     # What a login shell of vm sees on a fresh machine (made and destroyed before the run, whose
     # machine is kept).
     fresh = seen(fresh_login("debian12"))
-    with ScriptedLLM(wrong_pin()) as llm:
-        config = agent_config(tmp_path, {"mini-swe-agent": {"base_url": llm.base_url}})
-        run_cli(
-            "run", "--agent", "mini-swe-agent", "--agent-config", config, "--tasks", TASK,
-            "--run-id", "diag", "--keep-failed", "1", "--keep-hours", "1",
-            env={"OPENAI_API_KEY": DUMMY_KEY},
-        )  # fmt: skip
-    [row] = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
-    assert row["status"] == "completed" and not row["passed"], row
+    kept_failure(wrong_pin(), run_dir, tmp_path)
     before = _snapshot(run_dir)
     # The agent's commands ran in the machine's own environment, not its scaffold's: the same
     # python3, pip3 and node, the same sys.prefix, the same deciding variables.

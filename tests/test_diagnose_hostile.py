@@ -31,10 +31,17 @@ from deploybench import runfolder
 from deploybench.backends import get_backend, kept
 from deploybench.catalog import Task
 from tests.conftest import run_cli
-from tests.scripted_llm import MINI_SUBMIT, Reply, ScriptedLLM
-from tests.test_diagnose_agentic import KEY, REPORT, TASK, VERDICT, WORKDIR, diagnose_with
+from tests.scripted_llm import MINI_SUBMIT, Reply
+from tests.test_diagnose_agentic import (
+    KEY,
+    REPORT,
+    TASK,
+    VERDICT,
+    WORKDIR,
+    diagnose_with,
+    kept_failure,
+)
 from tests.test_local_backend import ssh
-from tests.test_real_agent import DUMMY_KEY, agent_config
 
 CAP = 1 << 20
 BANNER = "FALSE EVIDENCE FROM A LOGIN HOOK"
@@ -218,15 +225,7 @@ def test_a_failed_agents_hooks_steer_its_diagnosis_and_change_nothing_of_the_con
 ):
     run_dir = runs / "hostile"
     attempt = run_dir / TASK / "mini-swe-agent" / "1"
-    with ScriptedLLM(planter()) as llm:
-        config = agent_config(tmp_path, {"mini-swe-agent": {"base_url": llm.base_url}})
-        run_cli(
-            "run", "--agent", "mini-swe-agent", "--agent-config", config, "--tasks", TASK,
-            "--run-id", "hostile", "--keep-failed", "1", "--keep-hours", "1",
-            env={"OPENAI_API_KEY": DUMMY_KEY},
-        )  # fmt: skip
-    [row] = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
-    assert row["status"] == "completed" and not row["passed"], row
+    kept_failure(planter(), run_dir, tmp_path)
     assert "planted" in (attempt / "trajectory.jsonl").read_text()
     [machine] = json.loads(run_cli("machines", "--json").stdout).values()
     assert str(attempt) in machine["kept"]
