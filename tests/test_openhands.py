@@ -340,8 +340,18 @@ def test_the_scaffold_clears_no_hurdle_the_task_sets_its_agent(
             bash("Let me see the project.", f"cd {workdir} && ls"),
             # Not the first command: OpenHands hands its shell's first output back empty.
             bash("What this machine has.", ENV_COMMAND),
-            bash("The environment.", f"cd {workdir} && python3 -m venv env; echo venv=$?"),
-            bash("Done.", f"cd {workdir} && printf 'STATUS: SUCCESS\\n' > RUNBOOK.MD"),
+            # What the venv said also goes into the runbook, which the host reads from the
+            # machine's layers: OpenHands' shell now and then hands a command's output back
+            # empty (seen once in ~10 runs), and the claim below must not hang on that.
+            bash(
+                "The environment.",
+                f"cd {workdir} && {{ python3 -m venv env; echo venv=$?; }} > venv.txt 2>&1;"
+                " cat venv.txt",
+            ),
+            bash(
+                "Done.",
+                f"cd {workdir} && {{ printf 'STATUS: SUCCESS\\n'; cat venv.txt; }} > RUNBOOK.MD",
+            ),
             Reply("", tool="finish", arguments={"message": "Deployed."}),
         ]
 
@@ -390,4 +400,8 @@ def test_the_scaffold_clears_no_hurdle_the_task_sets_its_agent(
         print("fresh:", fresh, "\nopenhands:", seen(looked["output"]))
         assert seen(looked["output"]) == fresh
         [venv] = [e for e in events if e["kind"] == "command" and "venv env" in e["command"]]
-        assert "venv=1" in venv["output"] and "ensurepip" in venv["output"], venv
+        runbook = (runs / f"hurdle-{task}" / task / "openhands" / "1" / "RUNBOOK.MD").read_text()
+        assert runbook.startswith("STATUS: SUCCESS\n"), runbook
+        assert "venv=1" in runbook and "ensurepip" in runbook, runbook
+        # Where OpenHands did hand the output back, it says the same.
+        assert not venv["output"].strip() or "venv=1" in venv["output"], venv
