@@ -10,10 +10,15 @@ verifier meets it or its checks.yaml says why it cannot (`hidden_inputs` ... `no
 - (b) every hidden input load-bearing: see test_hidden_input_is_load_bearing.
 - (c) the repository diff judged: see test_a_changed_experiment_file_fails."""
 
+import re
+
 import pytest
 
 from deploybench import catalog
+from deploybench.catalog import checks as checks_mod
+from deploybench.errors import DeployBenchError
 from tests.test_verifier_fakes import entry_stub, play
+from tests.verifier_states import STATES, copy_state, failed
 
 CATALOG = sorted(catalog.catalog_tasks(catalog.load_tasks()))
 
@@ -27,3 +32,116 @@ def test_a_stub_at_the_entry_point_fails(task_id, tmp_path):
     fake = entry_stub(task_id)
     assert fake, f"{task_id}: no fake at its entry point (tests/fakes*.py: constant or stub_binary)"
     play(task_id, fake, tmp_path)
+
+
+def _declaration(task_id):
+    return checks_mod._load_file(catalog.verifier_dir(task_id) / "checks.yaml")
+
+
+def changed(value):
+    """Another value of the same form: each digit, hex letter or letter moved on by one."""
+    out = []
+    for c in value:
+        if c.isdigit():
+            out.append(str((int(c) + 1) % 10))
+        elif c in "abcdef":
+            out.append("abcdef"[("abcdef".index(c) + 1) % 6])
+        elif c.isascii() and c.isalpha():
+            base = 97 if c.islower() else 65
+            out.append(chr((ord(c) - base + 1) % 26 + base))
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def change_recorded(folder, where):
+    """Change the drawn value where the experiment recorded it (the last match of its pattern:
+    the one checks read) and return it."""
+    path = folder / where["file"]
+    text = path.read_text()
+    hits = list(re.finditer(where["pattern"], text, re.MULTILINE))
+    assert hits, f"the pass state does not record it: {where['file']} {where['pattern']!r}"
+    start, end = hits[-1].span(1)
+    value = text[start:end]
+    assert value and changed(value) != value, value
+    path.write_text(text[:start] + changed(value) + text[end:])
+    return value
+
+
+@pytest.mark.parametrize("task_id", CATALOG)
+def test_hidden_input_is_load_bearing(task_id, tmp_path):
+    """Every input the verifier keeps from the agent weighs on the verdict. A drawn input's
+    recorded value, changed in the task's recorded pass state (as if this run had drawn another
+    and the program had answered an earlier one), makes a check fail that passed before. A
+    bank variant's inputs must reach the experiment (VARIANT_<NAME> in experiment.sh) and its
+    results are compared with the bank's (docs/verification.md). Inputs that cannot weigh say
+    why in checks.yaml; an experiment that reads /dev/urandom cannot say it draws nothing."""
+    data = _declaration(task_id)
+    declared = data.get("hidden_inputs")
+    assert declared is not None, f"{task_id}: checks.yaml declares no hidden_inputs"
+    experiment = (catalog.verifier_dir(task_id) / "experiment.sh").read_text()
+    variants = data.get("variants")
+    if variants:
+        for name in variants["inputs"]:
+            uses = re.findall(rf"\$\{{?VARIANT_{name.upper()}\b", experiment)
+            assert uses, f"{task_id}: variant input {name} never reaches the experiment"
+    if isinstance(declared, dict):
+        assert "/dev/urandom" not in experiment, f"{task_id} draws, yet declares none"
+        return
+    checks = data["checks"]
+    before = failed(checks_mod.judge_all(checks, STATES / task_id / "pass"))
+    for where in declared:
+        if "not_load_bearing" in where:
+            continue
+        state = copy_state(task_id, "pass", tmp_path / where["name"])
+        change_recorded(state, where)
+        now = failed(checks_mod.judge_all(checks, state))
+        assert set(now) - set(before), f"{task_id}: changing {where['name']} fails no check"
+
+
+def _checks_file(tmp_path, text):
+    path = tmp_path / "checks.yaml"
+    path.write_text(text)
+    return path
+
+
+DRAWN_CHECKS = """
+checks:
+  - name: named_by_the_draw
+    kind: contains
+    file: out.txt
+    pattern: '^wrote r{drawn:nonce}\\.jpg$'
+hidden_inputs:
+  - name: nonce
+    about: the name of the run's output
+    file: drawn.txt
+    pattern: '^([0-9a-f]+)$'
+"""
+
+
+def test_a_drawn_reference_is_the_recorded_value_escaped(tmp_path):
+    checks = checks_mod.load(_checks_file(tmp_path, DRAWN_CHECKS))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "out.txt").write_text("wrote rab12.jpg\n")
+    (logs / "drawn.txt").write_text("ab12\n")
+    assert checks_mod.judge_all(checks, logs)[0]["passed"]
+    (logs / "drawn.txt").write_text("ab13\n")
+    assert not checks_mod.judge_all(checks, logs)[0]["passed"]
+    (logs / "drawn.txt").unlink()
+    result = checks_mod.judge_all(checks, logs)[0]
+    assert not result["passed"] and "not recorded" in result["detail"]
+
+
+def test_a_drawn_reference_must_be_declared_and_recorded(tmp_path):
+    undeclared = DRAWN_CHECKS.replace("{drawn:nonce}", "{drawn:seed}")
+    with pytest.raises(DeployBenchError, match=r"\{drawn:seed\} not declared"):
+        checks_mod.load(_checks_file(tmp_path, undeclared))
+    unrecorded = DRAWN_CHECKS.replace(
+        "    file: drawn.txt\n    pattern: '^([0-9a-f]+)$'\n",
+        "    not_load_bearing: a reason long enough to pass the schema\n",
+    )
+    with pytest.raises(DeployBenchError, match="not declared"):
+        checks_mod.load(_checks_file(tmp_path, unrecorded))
+    with pytest.raises(DeployBenchError, match="hidden_inputs"):
+        checks_mod.load(_checks_file(tmp_path, "checks: []\nhidden_inputs: {}\n"))

@@ -192,12 +192,45 @@ VARIANTS_SCHEMA: dict[str, Any] = {
     },
 }
 
+# What the experiment draws on the machine itself (beyond its bank variants): where the
+# collected files record each drawn value (`file`, `pattern`'s first group), so that a check can
+# hold the program's output to it (`{drawn:NAME}` in a `contains` or `value` pattern stands for
+# the value, escaped); or why a drawn value carries no weight (`not_load_bearing`); or, for a
+# verifier that draws nothing of its own, why (`none`). tests/test_verifier_sweep.py changes each
+# recorded value in the task's recorded pass state and wants a check to fail.
+_DRAWN_INPUT = {
+    "type": "object",
+    "required": ["name", "about"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "pattern": _INPUT_NAME},
+        "about": {"type": "string", "minLength": 10},
+        "file": _BASE["file"],
+        "pattern": {"type": "string"},
+        "not_load_bearing": {"type": "string", "minLength": 20},
+    },
+    "oneOf": [{"required": ["file", "pattern"]}, {"required": ["not_load_bearing"]}],
+}
+HIDDEN_INPUTS_SCHEMA: dict[str, Any] = {
+    "oneOf": [
+        {"type": "array", "minItems": 1, "items": _DRAWN_INPUT},
+        {
+            "type": "object",
+            "required": ["none"],
+            "additionalProperties": False,
+            "properties": {"none": {"type": "string", "minLength": 20}},
+        },
+    ]
+}
+DRAWN_REF = re.compile(r"\{drawn:([a-z][a-z0-9_]*)\}")
+
 CHECKS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["checks"],
     "additionalProperties": False,
     "properties": {
         "variants": VARIANTS_SCHEMA,
+        "hidden_inputs": HIDDEN_INPUTS_SCHEMA,
         "checks": {
             "type": "array",
             "minItems": 1,
@@ -366,6 +399,7 @@ def _load_file(path: Path) -> dict[str, Any]:
                     f"{path}: field checks/{i}: mean, std and every row (features, label) "
                     f"must agree on {width} features"
                 )
+    _resolve_drawn(path, data)
     variants = data.get("variants") or {}
     results = [r["name"] for r in variants.get("results", [])]
     for i, result in enumerate(variants.get("results", [])):
@@ -383,6 +417,63 @@ def _load_file(path: Path) -> dict[str, Any]:
         if bounds and bounds[0] >= bounds[1]:
             raise DeployBenchError(f"{path}: field variants/inputs/{name}: empty range {bounds}")
     return data
+
+
+def drawn_inputs(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The declared drawn inputs a check may refer to: name -> {file, pattern}."""
+    declared = data.get("hidden_inputs")
+    if not isinstance(declared, list):
+        return {}
+    return {d["name"]: d for d in declared if "file" in d}
+
+
+def _resolve_drawn(path: Path, data: dict[str, Any]) -> None:
+    """Each `{drawn:NAME}` of a check's pattern names a declared, recorded drawn input; the
+    check gets `drawn_inputs` (name -> where it is recorded) for judge()."""
+    declared = data.get("hidden_inputs")
+    names = [d["name"] for d in declared] if isinstance(declared, list) else []
+    for i, name in enumerate(names):
+        if names.index(name) != i:
+            raise DeployBenchError(f"{path}: field hidden_inputs/{i}/name: {name!r} used twice")
+    for i, d in enumerate(declared if isinstance(declared, list) else []):
+        if "pattern" in d:
+            try:
+                groups = re.compile(d["pattern"]).groups
+            except re.error as exc:
+                raise DeployBenchError(f"{path}: field hidden_inputs/{i}/pattern: {exc}") from None
+            if groups < 1:
+                raise DeployBenchError(
+                    f"{path}: field hidden_inputs/{i}/pattern: needs a group (the value)"
+                )
+    recorded = drawn_inputs(data)
+    for i, check in enumerate(data["checks"]):
+        refs = DRAWN_REF.findall(check.get("pattern", "") if check["kind"] != "elf_symbols" else "")
+        if not refs:
+            continue
+        if check["kind"] not in ("contains", "value"):
+            raise DeployBenchError(
+                f"{path}: field checks/{i}/pattern: {{drawn:}} only in contains or value"
+            )
+        for name in refs:
+            if name not in recorded:
+                raise DeployBenchError(
+                    f"{path}: field checks/{i}/pattern: {{drawn:{name}}} not declared"
+                )
+        check["drawn_inputs"] = {n: recorded[n] for n in refs}
+
+
+def _with_drawn(check: dict[str, Any], log_dir: Path) -> tuple[dict[str, Any] | None, str]:
+    """The check with each `{drawn:NAME}` replaced by the value the experiment recorded (regex-
+    escaped); None and why when a value was not recorded."""
+    pattern = check["pattern"]
+    for name, where in check["drawn_inputs"].items():
+        text = _read(log_dir, where["file"])
+        found = re.findall(where["pattern"], text or "", re.MULTILINE)
+        if not found:
+            return None, f"the drawn {name} is not recorded in {where['file']}"
+        value = found[-1][0] if isinstance(found[-1], tuple) else found[-1]
+        pattern = pattern.replace(f"{{drawn:{name}}}", re.escape(value))
+    return {**check, "pattern": pattern}, ""
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -832,6 +923,12 @@ def _numpy_draw(check: dict[str, Any], text: str, log_dir: Path) -> tuple[bool, 
 
 def judge(check: dict[str, Any], log_dir: Path) -> dict[str, Any]:
     """One check over the collected files: {name, passed, detail}."""
+    if check.get("drawn_inputs"):
+        resolved, why = _with_drawn(check, log_dir)
+        if resolved is None:
+            about = f"{check['about']}: " if check.get("about") else ""
+            return {"name": check["name"], "passed": False, "detail": (about + why)[:MAX_DETAIL]}
+        check = resolved
     text = _read(log_dir, check["file"])
     kind = check["kind"]
     if text is not None and kind == "array_shape":

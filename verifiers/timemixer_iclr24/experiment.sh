@@ -11,6 +11,8 @@
 PY_ENV="$WORKDIR/env/bin/python"
 NONCE=$(head -c 8 /proc/sys/kernel/random/uuid)
 MODEL_ID="ETTh1_96_96_v$NONCE"
+# Recorded for checks.yaml, which holds the result entry to it.
+echo "$NONCE" >"$LOG_DIR/model_nonce.txt"
 DATA="$SCRATCH/ETT-small"
 mkdir -p "$DATA"
 
