@@ -145,3 +145,31 @@ def test_a_drawn_reference_must_be_declared_and_recorded(tmp_path):
         checks_mod.load(_checks_file(tmp_path, unrecorded))
     with pytest.raises(DeployBenchError, match="hidden_inputs"):
         checks_mod.load(_checks_file(tmp_path, "checks: []\nhidden_inputs: {}\n"))
+
+
+@pytest.mark.parametrize("task_id", CATALOG)
+def test_a_changed_experiment_file_fails(task_id, tmp_path):
+    """The experiment's own files: each repository file the experiment executes is pinned to
+    its blob at the task's commit (pinned.txt), and changing any one of them in the recorded
+    pass state fails a check that passed before. A verifier that pins none says why in
+    checks.yaml (`repository_diff: not_pinned`). What this does not do yet: let a small
+    compatibility repair of a pinned file pass (any change fails)."""
+    data = _declaration(task_id)
+    pinned = [c for c in data["checks"] if c["file"] == "pinned.txt"]
+    if not pinned:
+        assert data.get("repository_diff"), f"{task_id} pins nothing and does not say why"
+        return
+    assert "repository_diff" not in data, f"{task_id} pins files, yet says it does not"
+    checks = data["checks"]
+    before = failed(checks_mod.judge_all(checks, STATES / task_id / "pass"))
+    assert not {c["name"] for c in pinned} & set(before), before
+    lines = (STATES / task_id / "pass" / "pinned.txt").read_text().splitlines()
+    assert lines
+    for i, line in enumerate(lines):
+        path, _, blob = line.rpartition(" ")
+        state = tmp_path / str(i)
+        copy_state(task_id, "pass", state)
+        edited = [*lines[:i], f"{path} {changed(blob)}", *lines[i + 1 :]]
+        (state / "pinned.txt").write_text("\n".join(edited) + "\n")
+        now = failed(checks_mod.judge_all(checks, state))
+        assert set(now) - set(before), f"{task_id}: a change of {path} fails no check"

@@ -231,6 +231,14 @@ CHECKS_SCHEMA: dict[str, Any] = {
     "properties": {
         "variants": VARIANTS_SCHEMA,
         "hidden_inputs": HIDDEN_INPUTS_SCHEMA,
+        # A verifier whose experiment pins no file it executes (pinned.txt: experiment_lib.sh's
+        # `pinned`) says here why, and what judges the repository's files instead.
+        "repository_diff": {
+            "type": "object",
+            "required": ["not_pinned"],
+            "additionalProperties": False,
+            "properties": {"not_pinned": {"type": "string", "minLength": 20}},
+        },
         "checks": {
             "type": "array",
             "minItems": 1,
