@@ -34,6 +34,10 @@ def test_a_stub_at_the_entry_point_fails(task_id, tmp_path):
     play(task_id, fake, tmp_path)
 
 
+# What an experiment draws with: the kernel's random devices, the shell's, awk's, shuf.
+DRAWS = re.compile(r"/dev/u?random|/proc/sys/kernel/random|\$RANDOM|\bsrand\(|\brand\(\)|\bshuf\b")
+
+
 def _declaration(task_id):
     return checks_mod._load_file(catalog.verifier_dir(task_id) / "checks.yaml")
 
@@ -75,7 +79,7 @@ def test_hidden_input_is_load_bearing(task_id, tmp_path):
     and the program had answered an earlier one), makes a check fail that passed before. A
     bank variant's inputs must reach the experiment (VARIANT_<NAME> in experiment.sh) and its
     results are compared with the bank's (docs/verification.md). Inputs that cannot weigh say
-    why in checks.yaml; an experiment that reads /dev/urandom cannot say it draws nothing."""
+    why in checks.yaml; an experiment that draws (DRAWS) cannot say it draws nothing."""
     data = _declaration(task_id)
     declared = data.get("hidden_inputs")
     assert declared is not None, f"{task_id}: checks.yaml declares no hidden_inputs"
@@ -86,7 +90,8 @@ def test_hidden_input_is_load_bearing(task_id, tmp_path):
             uses = re.findall(rf"\$\{{?VARIANT_{name.upper()}\b", experiment)
             assert uses, f"{task_id}: variant input {name} never reaches the experiment"
     if isinstance(declared, dict):
-        assert "/dev/urandom" not in experiment, f"{task_id} draws, yet declares none"
+        draws = DRAWS.findall(experiment)
+        assert not draws, f"{task_id} draws ({draws[0]}), yet declares none"
         return
     checks = data["checks"]
     before = failed(checks_mod.judge_all(checks, STATES / task_id / "pass"))

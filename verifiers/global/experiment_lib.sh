@@ -81,6 +81,13 @@ pinned() {
   done >>"$LOG_DIR/pinned.txt"
 }
 
+# rand_below N: a number from 0 to N-1 drawn from the kernel's /dev/urandom. Never awk's bare
+# srand(), which seeds from the time of day in seconds: two draws in one second are the same
+# draw, and the value is as good as known to anyone who knows when the verifier ran.
+rand_below() {
+  echo $(($(od -An -tu4 -N4 /dev/urandom | tr -d ' ') % $1))
+}
+
 # has_text FILE TEXT: whether FILE (a binary: an ELF, a class file) holds TEXT. busybox grep
 # reads a line as a C string, so text after a NUL byte of the same line is never seen: the
 # file's NULs become line ends first.

@@ -57,9 +57,9 @@ else
     && as_owner tar -xzf waves_yesno.tar.gz) >>"$LOG_DIR/corpus.txt" 2>&1
 fi
 # Drop 1 to 6 recordings at random, then count the test words as the recipe will split them.
-DROP=$(awk 'BEGIN { srand(); print 1 + int(rand() * 6) }')
+DROP=$(($(rand_below 6) + 1))
 if [ -d "$S5/waves_yesno" ]; then
-  ls -1 "$S5/waves_yesno" | grep '\.wav$' | awk -v n="$DROP" 'BEGIN { srand() } { print rand(), $0 }' \
+  ls -1 "$S5/waves_yesno" | grep '\.wav$' | awk -v seed="$(rand_below 2147483647)" 'BEGIN { srand(seed) } { print rand(), $0 }' \
     | sort -n | head -n "$DROP" | while read -r _ f; do rm -f "$S5/waves_yesno/$f"; done
   NOL=$(ls -1 "$S5/waves_yesno" | wc -l)
   WORDS=$(ls -1 "$S5/waves_yesno" | awk -v nol="$NOL" 'NR > nol / 2 && /\.wav$/ { n++ } END { print n * 8 }')

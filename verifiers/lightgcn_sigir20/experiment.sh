@@ -59,7 +59,7 @@ for f in "$WORKDIR"/evaluator/cpp/apt_evaluate_foldout* "$WORKDIR"/evaluator/cpp
     echo "$name magic $(head -c4 "$f" | od -An -tx1 | tr -d ' \n') init $init"
   fi
 done >"$LOG_DIR/evaluator.txt" 2>&1
-SEED=$(($(date +%s) % 100000 + $$))
+SEED=$(rand_below 100000)
 mkdir -p "$DATA"
 awk -v seed="$SEED" -v dir="$DATA" '
 BEGIN {

@@ -23,7 +23,7 @@ has_text "$REAL_JULIA" libjulia.so && echo "links libjulia: yes" >>"$LOG_DIR/jul
 pinned Project.toml src/Oceananigans.jl src/Simulations/simulation.jl src/Simulations/run.jl \
   src/Models/NonhydrostaticModels/nonhydrostatic_model.jl src/Grids/rectilinear_grid.jl \
   src/Advection/weno_reconstruction.jl
-N=$(awk 'BEGIN { srand(); print 24 + int(rand() * 33) }')
+N=$(($(rand_below 33) + 24))
 echo "u_size: $N x $N x 1" >"$LOG_DIR/expected_size.txt"
 cat >"$SCRATCH/model.jl" <<'JL'
 using Oceananigans

@@ -31,7 +31,7 @@
 } >"$LOG_DIR/build.txt" 2>&1
 cp "$LOG_DIR/build.txt" "$LOG_DIR/01_build.log"
 
-N=${VARIANT_CELLS:-$(awk 'BEGIN { srand(); print 12 + int(rand() * 17) }')}
+N=${VARIANT_CELLS:-$(($(rand_below 17) + 12))}
 echo "nCells: $((N * N))" >"$LOG_DIR/expected_cells.txt"
 PLAT=$(ls -d "$WORKDIR"/platforms/*/bin/foamRun 2>/dev/null | head -n1)
 PLAT=${PLAT%/bin/foamRun}

@@ -28,7 +28,7 @@ HOME_DIR=$(awk -F: -v u="$OWNER" '$1 == u { print $6 }' /etc/passwd)
   done
 } >"$LOG_DIR/binaries.txt" 2>&1
 
-N=$(awk 'BEGIN { srand(); print 1000 + int(rand() * 9000) }')
+N=$(($(rand_below 9000) + 1000))
 printf 'dataflow: map_%s\nsync: Holder%s\n' "$N" "$N" >"$LOG_DIR/expected_reports.txt"
 mkdir -p "$SCRATCH/buggy/src" "$SCRATCH/safe/src"
 for c in buggy safe; do

@@ -78,8 +78,8 @@ vouch R /usr/lib/R/bin/exec/R
 echo end >>"$LOG_DIR/r_startup.txt"
 
 # The hidden input: how many of pbmc_small's cells, and which (the seed), picked now.
-CELLS=$(awk 'BEGIN { srand(); print 40 + int(rand() * 40) }')
-SEED=$(awk 'BEGIN { srand(); print int(rand() * 100000) }')
+CELLS=$(($(rand_below 40) + 40))
+SEED=$(rand_below 100000)
 echo "cells: $CELLS" >"$LOG_DIR/expected_cells.txt"
 
 cat >"$SCRATCH/verify.R" <<'RSCRIPT'

@@ -26,9 +26,9 @@ for s in "COMMAND is one of:" \
 done >"$LOG_DIR/literals.txt" 2>&1
 echo "literals_found: $(grep -c '^literal: ' "$LOG_DIR/literals.txt")" >>"$LOG_DIR/literals.txt"
 
-N=$(awk 'BEGIN { srand(); print 20000 + int(rand() * 20000) }')
-K=$(awk 'BEGIN { srand(); print int(rand() * 13) }')
-SALT=$(awk 'BEGIN { srand(); print int(rand() * 1000000) }')
+N=$(($(rand_below 20000) + 20000))
+K=$(rand_below 13)
+SALT=$(rand_below 1000000)
 D="$SCRATCH/run"
 mkdir -p "$D"
 awk -v n="$N" -v salt="$SALT" 'BEGIN {
