@@ -164,6 +164,28 @@ VERDICT = {
                         },
                     },
                 },
+                # Optional (tasks that pin no file, older verdicts): of the repository files
+                # the experiment executes, the ones changed (checks.experiment_files).
+                "experiment_files": {
+                    "type": "object",
+                    "required": ["pinned", "changed"],
+                    "properties": {
+                        "pinned": {"type": "integer"},
+                        "changed": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["path", "pinned", "now", "accepted"],
+                                "properties": {
+                                    "path": {"type": "string"},
+                                    "pinned": {"type": "string"},
+                                    "now": {"type": "string"},
+                                    "accepted": {"type": "boolean"},
+                                },
+                            },
+                        },
+                    },
+                },
             },
         },
         "seconds": {"type": "number"},

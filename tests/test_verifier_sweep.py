@@ -18,7 +18,7 @@ from deploybench import catalog
 from deploybench.catalog import checks as checks_mod
 from deploybench.errors import DeployBenchError
 from tests.test_verifier_fakes import entry_stub, play
-from tests.verifier_states import STATES, copy_state, failed
+from tests.verifier_states import STATES, copy_state, failed, verdict
 
 CATALOG = sorted(catalog.catalog_tasks(catalog.load_tasks()))
 
@@ -152,29 +152,52 @@ def test_a_drawn_reference_must_be_declared_and_recorded(tmp_path):
         checks_mod.load(_checks_file(tmp_path, "checks: []\nhidden_inputs: {}\n"))
 
 
+def _experiment_files(task_id, folder):
+    """The verdict's account of the experiment's files, from the real verdict code."""
+    result = verdict(task_id, folder)
+    return result["layer2"].get("experiment_files"), {
+        c["name"] for c in result["layer2"]["checks"] if not c["passed"]
+    }
+
+
 @pytest.mark.parametrize("task_id", CATALOG)
 def test_a_changed_experiment_file_fails(task_id, tmp_path):
-    """The experiment's own files: each repository file the experiment executes is pinned to
-    its blob at the task's commit (pinned.txt), and changing any one of them in the recorded
-    pass state fails a check that passed before. A verifier that pins none says why in
-    checks.yaml (`repository_diff: not_pinned`). What this does not do yet: let a small
-    compatibility repair of a pinned file pass (any change fails)."""
+    """The repository diff where the experiment's own files changed: each repository file the
+    experiment executes is pinned to its blob at the task's commit (pinned.txt). Changing any
+    one of them in the recorded pass state fails a check that passed before, and the verdict
+    records it (layer2.experiment_files: path, the pinned blob, the blob found, not accepted).
+    A declared compatibility repair (a second blob its check accepts, as the reference's port
+    leaves the file) passes and is recorded as accepted. A verifier that pins no file says why
+    in checks.yaml (`repository_diff: not_pinned`)."""
     data = _declaration(task_id)
-    pinned = [c for c in data["checks"] if c["file"] == "pinned.txt"]
-    if not pinned:
+    checks = data["checks"]
+    blobs = checks_mod.pinned_blobs(checks)
+    if not blobs:
         assert data.get("repository_diff"), f"{task_id} pins nothing and does not say why"
         return
     assert "repository_diff" not in data, f"{task_id} pins files, yet says it does not"
-    checks = data["checks"]
-    before = failed(checks_mod.judge_all(checks, STATES / task_id / "pass"))
-    assert not {c["name"] for c in pinned} & set(before), before
+    files, before = _experiment_files(task_id, STATES / task_id / "pass")
+    assert files["pinned"] == len(blobs)
+    assert all(c["accepted"] for c in files["changed"]), files
+    pinned_checks = {c["name"] for c in checks if c["file"] == checks_mod.PINNED_FILE}
+    assert not pinned_checks & before, before
     lines = (STATES / task_id / "pass" / "pinned.txt").read_text().splitlines()
-    assert lines
+    assert sorted(line.rpartition(" ")[0] for line in lines) == sorted(blobs)
     for i, line in enumerate(lines):
         path, _, blob = line.rpartition(" ")
-        state = tmp_path / str(i)
-        copy_state(task_id, "pass", state)
-        edited = [*lines[:i], f"{path} {changed(blob)}", *lines[i + 1 :]]
-        (state / "pinned.txt").write_text("\n".join(edited) + "\n")
-        now = failed(checks_mod.judge_all(checks, state))
-        assert set(now) - set(before), f"{task_id}: a change of {path} fails no check"
+        for now, accepted in [(changed(blobs[path][0]), False)] + [
+            (repair, True) for repair in blobs[path][1:]
+        ]:
+            state = tmp_path / f"{i}-{now}"
+            copy_state(task_id, "pass", state)
+            edited = [*lines[:i], f"{path} {now}", *lines[i + 1 :]]
+            (state / "pinned.txt").write_text("\n".join(edited) + "\n")
+            files, failing = _experiment_files(task_id, state)
+            shown = [c for c in files["changed"] if c["path"] == path]
+            assert shown == [
+                {"path": path, "pinned": blobs[path][0], "now": now, "accepted": accepted}
+            ]
+            if accepted:
+                assert not pinned_checks & failing, f"{task_id}: a declared repair of {path} fails"
+            else:
+                assert failing - before, f"{task_id}: a change of {path} fails no check"

@@ -484,6 +484,48 @@ def _with_drawn(check: dict[str, Any], log_dir: Path) -> tuple[dict[str, Any] | 
     return {**check, "pattern": pattern}, ""
 
 
+PINNED_FILE = "pinned.txt"  # experiment_lib.sh's `pinned`: "REL BLOB" per executed file
+_BLOB = r"(?:[0-9a-f]{40}|missing)"
+_PINNED_LINE = re.compile(rf"\^((?:[^$\\\s(]|\\.)+) ({_BLOB}|\({_BLOB}(?:\|{_BLOB})+\))\$")
+
+
+def pinned_blobs(checks: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The repository files the experiment executes and the blob ids their checks on
+    pinned.txt accept (each `^REL BLOB$` of their patterns): the pinned commit's first, then
+    any declared compatibility repair (`^REL (COMMIT_BLOB|REPAIRED_BLOB)$`, as the reference's
+    port of a file leaves it)."""
+    blobs = {}
+    for check in checks:
+        if check["file"] == PINNED_FILE and check["kind"] == "contains":
+            for rel, accepted in _PINNED_LINE.findall(check["pattern"]):
+                blobs[re.sub(r"\\(.)", r"\1", rel)] = accepted.strip("()").split("|")
+    return blobs
+
+
+def experiment_files(checks: list[dict[str, Any]], log_dir: Path | str) -> dict[str, Any] | None:
+    """The repository diff where it concerns the experiment: of the files the experiment
+    executes (pinned_blobs), those the run found changed from the pinned commit, with the blob
+    each had there and the one the run found (`missing`: absent or a link; `not recorded`:
+    pinned.txt has no line for it), and whether the change is a declared compatibility repair
+    (`accepted`: its check passes) or not (its check fails). None when the task pins no file."""
+    blobs = pinned_blobs(checks)
+    if not blobs:
+        return None
+    found = {}
+    for line in (_read(Path(log_dir), PINNED_FILE) or "").splitlines():
+        rel, _, blob = line.rpartition(" ")
+        if rel:
+            found[rel] = blob
+    changed = []
+    for rel, accepted in sorted(blobs.items()):
+        now = found.get(rel, "not recorded")
+        if now != accepted[0]:
+            changed.append(
+                {"path": rel, "pinned": accepted[0], "now": now, "accepted": now in accepted}
+            )
+    return {"pinned": len(blobs), "changed": changed}
+
+
 def _as_list(value: Any) -> list[Any]:
     if value is None:
         return []

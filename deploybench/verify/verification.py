@@ -144,6 +144,7 @@ def build_verdict(
     checks: list[dict[str, Any]] | None,
     seconds: float,
     machine: dict[str, Any] | None = None,
+    experiment_files: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """contract 4. Layer 2 passes only with at least one check and every check passed; no
     checks (the experiment was not run) is a Layer 2 failure. `machine` is the integrity
@@ -174,6 +175,8 @@ def build_verdict(
         "layer2": {"passed": layer2_passed, "checks": checks},
         "seconds": round(float(seconds), 3),
     }
+    if experiment_files is not None:
+        verdict["layer2"]["experiment_files"] = experiment_files
     contracts.check(contracts.VERDICT, verdict, runfolder.VERDICT)
     return verdict
 
@@ -198,7 +201,8 @@ def verdict_from_logs(
                 "detail": f"the verifier did not finish within its budget ({seconds:.0f}s)",
             }
         ]
-    return build_verdict(layer1(read_logs(log_dir), rules), checks, seconds, machine)
+    files = None if checks_spec is None else checks_mod.experiment_files(checks_spec, log_dir)
+    return build_verdict(layer1(read_logs(log_dir), rules), checks, seconds, machine, files)
 
 
 def failure_of(
