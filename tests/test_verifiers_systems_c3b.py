@@ -38,6 +38,7 @@ SHALLOW_FAILS_ON = {
         "node_holds_runtime_strings",
         "node_vouched",
         "pinned_sources",
+        "trace_of_the_drawn_messages",
         "trace_tampered",
         "verifier_passed",
     ],

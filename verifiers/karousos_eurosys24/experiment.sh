@@ -56,6 +56,7 @@ while [ $i -le "$N" ]; do
   echo >>"$SCRATCH/messages.txt"
   i=$((i + 1))
 done
+collect "$SCRATCH/messages.txt" messages.txt
 WL="$SRC/workloads/message/$W"
 mkdir -p "$WL"
 {
