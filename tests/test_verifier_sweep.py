@@ -1,7 +1,8 @@
 """Verifiers that cannot be faked cheaply, swept over every catalog task (issue 29, item 5).
 Each test is parametrized by the catalog's task ids (tasks/*/task.yaml without `demo`), never
 by a list of its own: a new task is in the sweep the day it is added, and fails here until its
-verifier meets it or its checks.yaml says why it cannot (`hidden_inputs` ... `not_load_bearing`).
+verifier meets it or its checks.yaml says why it cannot (`hidden_inputs: none`, an input's
+`not_load_bearing`, `repository_diff: not_pinned`; (a) has no way out).
 
 - (a) the entry point stubbed: the task's fake that stands where the experiment's entry point
   is and prints the documented output (tests/test_verifier_fakes.py's entry_stub) is built on
@@ -24,7 +25,8 @@ CATALOG = sorted(catalog.catalog_tasks(catalog.load_tasks()))
 
 
 def test_the_sweep_is_the_whole_catalog():
-    assert len(CATALOG) == 51
+    # The 51 of the catalog, and any task added since.
+    assert len(CATALOG) >= 51
 
 
 @pytest.mark.parametrize("task_id", CATALOG)
