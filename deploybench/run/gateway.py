@@ -340,8 +340,10 @@ class Gateway:
             time.sleep(self.backoff * 2 ** (tries - 1))
         verdict = rule.last(status) if rule.first(status) != rule.OK else rule.OK
         if response is None:
-            self._answer(handler, 502, "deploybench_gateway", f"provider unreachable: {error}")
+            # Recorded before the answer: the agent's next call, sent the moment this one is
+            # answered, must already meet the lease's provider error.
             self._record(lease, path, None, started, tries, {}, error)
+            self._answer(handler, 502, "deploybench_gateway", f"provider unreachable: {error}")
             return
         usage: dict[str, Any] = {}
         try:
