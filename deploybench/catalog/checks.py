@@ -192,12 +192,25 @@ VARIANTS_SCHEMA: dict[str, Any] = {
     },
 }
 
+# The kinds of fake every verifier's tests must play (issue 33's Must show): for each, the
+# tests hold a fake of that kind, or checks.yaml says here why it cannot apply to this task.
+KINDS_PLAYED = ("stub_binary", "stub_interpreter", "echo", "constant")
+# kind -> why that fake cannot apply to this task (a sentence the tests keep true: an echo
+# where the verifier draws nothing, a stub interpreter where the experiment runs none).
+FAKES_NOT_APPLICABLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "minProperties": 1,
+    "propertyNames": {"enum": list(KINDS_PLAYED)},
+    "additionalProperties": {"type": "string", "minLength": 30},
+}
+
 CHECKS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["checks"],
     "additionalProperties": False,
     "properties": {
         "variants": VARIANTS_SCHEMA,
+        "fakes_not_applicable": FAKES_NOT_APPLICABLE_SCHEMA,
         "checks": {
             "type": "array",
             "minItems": 1,
@@ -330,6 +343,12 @@ def load_variants(path: Path | str) -> dict[str, Any] | None:
     """The `variants` of a checks.yaml (what a variant bank of the task holds), validated; None
     when the task's verifier draws no variants."""
     return _load_file(Path(path)).get("variants")
+
+
+def load_fakes_not_applicable(path: Path | str) -> dict[str, str]:
+    """The `fakes_not_applicable` of a checks.yaml (kind -> why its tests play no fake of that
+    kind), validated; empty when it declares none."""
+    return dict(_load_file(Path(path)).get("fakes_not_applicable") or {})
 
 
 def _load_file(path: Path) -> dict[str, Any]:
