@@ -14,8 +14,14 @@ printing a documented, fixed output is a constant), it is played again under tha
 
 import os
 
-from tests import fakes_c5_fakes1, fakes_c5_fakes2, fakes_c5_sys37, fakes_ml_val, fakes_systems_sci
-from tests import fakes_systems_val
+from tests import (
+    fakes_c5_fakes1,
+    fakes_c5_fakes2,
+    fakes_c5_sys37,
+    fakes_ml_val,
+    fakes_systems_sci,
+    fakes_systems_val,
+)
 from tests.fakes import script, stub_elf, tree
 
 SBIN = "/usr/local/sbin"
@@ -88,4 +94,190 @@ AIMED = {
     ("safehome_eurosys21", "stub_interpreter"): "java_vouched",
     ("seurat_cell21", "stub_interpreter"): "rscript_vouched",
     ("ward_osdi20", "stub_interpreter"): "python_vouched",
+}
+
+
+# ---- tinytrain_demo24: env/bin/python a tiny ELF ----------------------------------------------
+TINYTRAIN_VARIANT = {
+    "id": "vtest0061",
+    "inputs": {"draw": 11, "columns": 2, "signs": 3, "labels": 4, "epochs": 3, "train_seed": 5},
+    "expected": {"loss": 0.58, "accuracy": 0.83},
+    "spread": {},
+}
+# train.py's metrics for the epochs it is asked, and the probe's versions: no numpy behind it.
+TINYTRAIN_PY = """
+out=; epochs=1
+while [ $# -gt 0 ]; do case "$1" in --out) out=$2;; --epochs) epochs=$2;; esac; shift; done
+[ -n "$out" ] || { echo 3.11.2 /x numpy 1.23.5; exit 0; }
+mkdir -p "$out"
+m="\\"loss\\": 0.5, \\"accuracy\\": 0.9, \\"n_train\\": 90"
+echo "{\\"epoch\\": $epochs, $m}" > "$out/metrics.json"
+"""
+
+
+def tinytrain_stub_binary(tmp_path):
+    from tests.test_demo_tasks import stage
+
+    workdir = stage("tinytrain_demo24", tmp_path / "wd")
+    (workdir / "env/bin/python").unlink(missing_ok=True)
+    stub_elf(workdir / "env/bin/python", TINYTRAIN_PY)
+    return workdir
+
+
+# ---- kaldi_asru11: run.sh counting the words it sees, or printing the README's WER ------------
+KALDI_CONSTANT = """
+mkdir -p exp/mono0a/graph_tgpr exp/mono0a/decode_test_yesno
+echo x > exp/mono0a/final.mdl; echo x > exp/mono0a/graph_tgpr/HCLG.fst
+echo x > exp/mono0a/decode_test_yesno/wer_10
+echo "%WER 0.00 [ 0 / 232, 0 ins, 0 del, 0 sub ] exp/mono0a/decode_test_yesno/wer_10"
+"""
+
+
+def kaldi_constant(tmp_path):
+    workdir = fakes_c5_sys37.kaldi(elf_run=False)(tmp_path)
+    script(workdir / "egs/yesno/s5/run.sh", KALDI_CONSTANT)
+    return workdir
+
+
+# ---- oceananigans_joss20: julia printing the summary for a fixed grid -------------------------
+JULIA_CONSTANT = fakes_c5_sys37.JULIA_BODY.replace("u_size: $n x $n x 1", "u_size: 32 x 32 x 1")
+
+
+def oceananigans_constant(tmp_path):
+    workdir = tree(tmp_path / "wd", {"src/Oceananigans.jl": "module Oceananigans end\n"})
+    stub_elf(workdir / "julia/bin/julia", JULIA_CONSTANT)
+    return workdir
+
+
+# ---- jitterbug_osdi20: racket printing the AE guide's all-verified lines, bug or no bug -------
+RACO_CONSTANT = """
+[ "$1" = -N ] && shift 4
+case "$1" in pkg) echo "Installation-wide:"; echo " serval  c0ffee  (catalog serval)"; exit 0;; esac
+echo '[       OK ] "VERIFY (BPF_ALU BPF_SUB BPF_X)"'
+echo '12 success(es) 0 failure(s) 0 error(s) 12 test(s) run'
+"""
+
+
+def jitterbug_constant(tmp_path):
+    workdir = fakes_c5_sys37.jitterbug(elf=True)(tmp_path)
+    stub_elf(workdir / "racket-8.2/bin/racket", RACO_CONSTANT)
+    return workdir
+
+
+# ---- storm_osdi21: stack printing detailed.md's SAFE lines, bug or no bug ---------------------
+STACK_CONSTANT = fakes_c5_fakes2.STACK_BODY.replace(
+    """if grep -q "friendshipStatus'" src/Controllers/Wish.hs; then""", "if true; then"
+)
+
+
+def storm_constant(tmp_path):
+    workdir, binds = fakes_c5_fakes2.storm(elf=True)(tmp_path)
+    stub_elf(binds[SBIN] / "stack", STACK_CONSTANT)
+    return workdir, binds
+
+
+# ---- uslope_osdi24: clp-s (with its CLI's literals) echoing the query, or printing a fixed hit -
+CLPS_ECHO = """
+cmd=$1; shift
+case "$cmd" in
+  c) [ "$1" = --timestamp-key ] && shift 2; mkdir -p "$1"; echo x > "$1/var.dict";;
+  s) k=${2##*: }; echo "{\\"level\\":\\"ERROR\\",\\"code\\":$k}";;
+  x) mkdir -p "$2";;
+esac
+"""
+CLPS_CONSTANT = CLPS_ECHO.replace(
+    'k=${2##*: }; echo "{\\"level\\":\\"ERROR\\",\\"code\\":$k}"',
+    'echo "{\\"ts\\":1700000000111,\\"level\\":\\"ERROR\\",\\"code\\":5}"',
+)
+
+
+def uslope(body):
+    def build(tmp_path):
+        clps = stub_elf(tmp_path / "wd/components/core/build/clp-s", body)
+        with clps.open("ab") as f:
+            f.write(b"\0" + b"\0".join(fakes_c5_fakes2.CLPS_LITERALS) + b"\0")
+        return tmp_path / "wd"
+
+    return build
+
+
+# ---- polyjuice_osdi21: dbtest printing the loaded tables of scale factor 2 --------------------
+DBTEST_CONSTANT = fakes_c5_fakes1.DBTEST_BY_THE_RULES.replace("$((sf * 300000))", "600121")
+DBTEST_CONSTANT = DBTEST_CONSTANT.replace("$((sf * 100000))", "200000").replace("$sf", "2")
+
+
+def polyjuice_constant(tmp_path):
+    workdir = fakes_c5_fakes1.polyjuice_by_the_rules(tmp_path)
+    stub_elf(workdir / "ae-tpcc-polyjuice/out-perf.masstree/benchmarks/dbtest", DBTEST_CONSTANT)
+    return workdir
+
+
+# ---- rudra_sosp21: cargo-rudra printing the README's report, whatever the crate --------------
+CARGO_RUDRA_CONSTANT = r"""
+echo "[rudra-progress] Running cargo rudra"
+echo "Warning (UnsafeDataflow:/ReadFlow): Potential unsafe dataflow issue in \`map_1234\`"
+echo "Error (SendSyncVariance:/ApiSyncForSync): Suspicious impl of \`Sync\` found"
+echo "unsafe impl<T> Sync for Holder1234<T> {}"
+echo "[rudra-progress] cargo rudra finished"
+"""
+
+
+def rudra_constant(tmp_path):
+    workdir, binds = fakes_c5_fakes1.rudra(elf=True)(tmp_path)
+    (home,) = binds.values()
+    stub_elf(home / ".cargo/bin/cargo-rudra", CARGO_RUDRA_CONSTANT)
+    return workdir, binds
+
+
+# ---- orbit_osdi22: a QEMU printing fixed serial lines -----------------------------------------
+QEMU_CONSTANT = r"""
+for a; do case "$a" in file:*) serial=${a#file:};; esac; done
+{
+  echo "[    0.000000] Linux version 5.4.91+ (builder@host) (gcc version 12.2.0) #1 SMP"
+  echo "ORBIT-MARKER orbit-verifier-1234"
+  echo "ORBIT-RELEASE 5.4.91+"
+  for s in 4096 262144 16777216; do
+    for i in 1 2 3; do echo "ORBIT-CSV $s,$((s / 8 + 1000))"; done
+  done
+  echo ORBIT-DONE
+} > "$serial"
+"""
+
+
+def orbit_constant(tmp_path):
+    workdir, binds = fakes_c5_fakes1.orbit(elf=True)(tmp_path)
+    (bin_dir,) = binds.values()
+    stub_elf(bin_dir / "qemu-system-x86_64", QEMU_CONSTANT)
+    return workdir, binds
+
+
+CASES |= {
+    ("tinytrain_demo24", "stub_binary"): (tinytrain_stub_binary, TINYTRAIN_VARIANT),
+    ("kaldi_asru11", "echo"): (fakes_c5_sys37.kaldi(elf_run=False), None),
+    ("kaldi_asru11", "constant"): (kaldi_constant, None),
+    ("oceananigans_joss20", "echo"): (fakes_c5_sys37.oceananigans(elf=True), None),
+    ("oceananigans_joss20", "constant"): (oceananigans_constant, None),
+    ("jitterbug_osdi20", "constant"): (jitterbug_constant, None),
+    ("storm_osdi21", "constant"): (storm_constant, None),
+    ("uslope_osdi24", "echo"): (uslope(CLPS_ECHO), None),
+    ("uslope_osdi24", "constant"): (uslope(CLPS_CONSTANT), None),
+    ("polyjuice_osdi21", "constant"): (polyjuice_constant, fakes_c5_sys37.POLYJUICE_VARIANT),
+    ("rudra_sosp21", "constant"): (rudra_constant, None),
+    ("orbit_osdi22", "stub_interpreter"): (fakes_c5_fakes1.orbit(elf=False), None),
+    ("orbit_osdi22", "constant"): (orbit_constant, None),
+}
+AIMED |= {
+    ("tinytrain_demo24", "stub_binary"): "numpy_computes",
+    ("kaldi_asru11", "echo"): "pinned_sources",
+    ("kaldi_asru11", "constant"): "pinned_sources",
+    ("oceananigans_joss20", "echo"): "julia_links_libjulia",
+    ("oceananigans_joss20", "constant"): "julia_links_libjulia",
+    ("jitterbug_osdi20", "constant"): "bug_found",
+    ("storm_osdi21", "constant"): "bug_found",
+    ("uslope_osdi24", "echo"): "search_matches",
+    ("uslope_osdi24", "constant"): "decompressed_equals_input",
+    ("polyjuice_osdi21", "constant"): "drawn_scale_loaded",
+    ("rudra_sosp21", "constant"): "hidden_bugs_reported",
+    ("orbit_osdi22", "stub_interpreter"): "qemu_vouched",
+    ("orbit_osdi22", "constant"): "guest_ran_the_verifier_script",
 }

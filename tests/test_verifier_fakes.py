@@ -14,8 +14,8 @@ from deploybench.catalog import checks as checks_mod
 from deploybench.verify import bank, verification
 from tests import (
     fakes_c5_fakes1,
-    fakes_c5_kinds,
     fakes_c5_fakes2,
+    fakes_c5_kinds,
     fakes_c5_sys37,
     fakes_ml37a,
     fakes_ml37b,
