@@ -281,3 +281,156 @@ AIMED |= {
     ("orbit_osdi22", "stub_interpreter"): "qemu_vouched",
     ("orbit_osdi22", "constant"): "guest_ran_the_verifier_script",
 }
+
+
+# ---- QEMU of the attacker's on the system PATH: kflex, nros, theseus, ward --------------------
+def with_qemu(build, body, elf):
+    """BUILD's workdir with a qemu-system-x86_64 in the bound /usr/local/sbin: BODY as a script
+    (the stub interpreter: a script where the emulator belongs) or behind a tiny ELF."""
+
+    def built(tmp_path):
+        workdir = build(tmp_path)
+        sbin = tmp_path / "sbin"
+        (stub_elf if elf else script)(sbin / "qemu-system-x86_64", body)
+        os.chmod(tmp_path, 0o755)
+        return workdir, {SBIN: sbin}
+
+    return built
+
+
+# kflex: the marker's factors and the drawn benchmark read off the verifier's initramfs (its
+# /init is stored uncompressed in the cpio), printed as the guest would print them.
+QEMU_KFLEX_ECHO = r"""
+prev=
+for a; do
+  case "$a" in file:*) serial=${a#file:};; esac
+  [ "$prev" = -initrd ] && initrd=$a
+  prev=$a
+done
+set -- $(grep -a 'KFLEX-MARKER' "$initrd" | sed -n 's/.*\$((\([0-9]*\) \* \([0-9]*\))).*/\1 \2/p')
+b=$(grep -a -o "benchmark_filter='^[^/]*/[^/]*/" "$initrd" | sed "s/.*'^//; s|/$||")
+{
+  echo "[    0.000000] Linux version 6.9.0-kflex (builder@host) (clang version 19.1.0) #1 SMP"
+  echo "KFLEX-MARKER kflex-verifier-$(($1 * $2))"
+  echo "KFLEX-RELEASE 6.9.0-kflex"
+  echo "KFLEX-KSYM bpf_register_heap"
+  echo "KFLEX-KSYM bpf_scalar_cast"
+  echo "KFLEX-BENCH \"$b/1024\",1000000,212,211,ns,,4730000,"
+  echo "KFLEX-GUARD prog=bench_ffkx_x range_analysis_call=12 elided=40"
+  echo KFLEX-DONE
+} > "$serial"
+"""
+# nros: the drawn cores read off the ESP's cmdline.in, the drawn clock off -rtc.
+QEMU_NROS_ECHO = r"""
+for a; do
+  case "$a" in
+    file:*) serial=${a#file:};;
+    *fat:rw:*) esp=${a#*fat:rw:}; esp=${esp%%,*};;
+    base=*) clock=${a#base=};;
+  esac
+done
+c=$(sed -n 's/.*testcmd=\([0-9]*\).*/\1/p' "$esp/cmdline.in")
+d=$(echo "$clock" | sed 's/T/ /; s/:00$//')
+{
+  echo "[ INFO] - bespin: Started at $d:07 UTC with 2.71s since CPU startup"
+  echo "[ INFO] - bespin::process: binary=init cmdline=$c module=Module { name: \"init\" }"
+  i=0
+  while [ $i -lt "$c" ]; do
+    echo "[ INFO] - init::vmops: $i,maponly,$c,4096,1000,0,41877"
+    i=$((i + 1))
+  done
+  echo "[ INFO] - init: Done with init tests, if we came here probably everything is good."
+} > "$serial"
+exit 3
+"""
+# ward: the marker worked out from -append, as the guest's shell would, and lebench's rows.
+QEMU_WARD_ECHO = r"""
+prev=
+for a; do
+  case "$a" in file:*) serial=${a#file:};; esac
+  [ "$prev" = -append ] && line=$a
+  prev=$a
+done
+m=$(echo "$line" | sed -n 's/^%echo \(ward-verifier-\$((.*))\);.*/\1/p')
+{
+  echo "Ward UART"
+  echo "init complete at 1234567"
+  eval "echo $m"
+  echo "Benchmark (ward),   Off Best,   On Best,   Fast Best,"
+  echo "getpid,   320,   2100,   360,"
+  echo "context switch,   1800,   5200,   2000,"
+  echo "small page fault,   2500,   6400,   2700,"
+  echo "huge page fault,   90000,   98000,   91000,"
+} > "$serial"
+"""
+QEMU_WARD_CONSTANT = QEMU_WARD_ECHO.replace('eval "echo $m"', "echo ward-verifier-42424")
+# theseus: the shell starts, four applications end, and the RAM QEMU saves holds bm's results in
+# the paper's order (null, spawn, memory map, async IPC), whatever order the verifier drew.
+THESEUS_TERMINAL = "".join(
+    f"BM-INFO: {name} result: (nano sec)\\036        mean:    {mean} \\036"
+    for name, mean in (
+        ("NULL", "20.3"),
+        ("SPAWN", "311521.6"),
+        ("MEMORY MAP", "9421.7"),
+        ("IPC ASYNC", "3812.2"),
+    )
+)
+QEMU_THESEUS_CONSTANT = rf"""
+for a; do case "$a" in file:*) serial=${{a#file:}};; esac; done
+{{
+  echo "[I] kernel/first_application/src/lib.rs:31: Starting first application: crate"
+  for t in 31 38 45 52; do
+    echo "[I] applications/shell/src/lib.rs:1073: terminal: task [$t] returned exit value: Some(0)"
+  done
+}} > "$serial"
+printf '\000{THESEUS_TERMINAL}\000' | tr '\036' '\n' > guest.mem
+"""
+
+
+def theseus_image(tmp_path):
+    """An ISO with the literals of a real image's crates (so the experiment boots it), and no
+    prebuilt copy beside it: what a QEMU of the attacker's is then handed."""
+    import shutil
+
+    workdir = fakes_c5_fakes2.theseus("replay")(tmp_path)
+    shutil.rmtree(workdir / "osdi20ae")
+    return workdir
+
+
+CASES |= {
+    ("kflex_sosp24", "stub_interpreter"): (
+        with_qemu(fakes_c5_sys37.kflex, QEMU_KFLEX_ECHO, elf=False),
+        None,
+    ),
+    ("kflex_sosp24", "echo"): (with_qemu(fakes_c5_sys37.kflex, QEMU_KFLEX_ECHO, elf=True), None),
+    ("nros_osdi21", "stub_interpreter"): (
+        with_qemu(fakes_c5_sys37.nros, QEMU_NROS_ECHO, elf=False),
+        None,
+    ),
+    ("nros_osdi21", "echo"): (with_qemu(fakes_c5_sys37.nros, QEMU_NROS_ECHO, elf=True), None),
+    ("ward_osdi20", "echo"): (
+        with_qemu(fakes_systems_val.ward_stub_binary, QEMU_WARD_ECHO, elf=True),
+        None,
+    ),
+    ("ward_osdi20", "constant"): (
+        with_qemu(fakes_systems_val.ward_stub_binary, QEMU_WARD_CONSTANT, elf=True),
+        None,
+    ),
+    ("theseus_osdi20", "stub_interpreter"): (
+        with_qemu(theseus_image, QEMU_THESEUS_CONSTANT, elf=False),
+        None,
+    ),
+    ("theseus_osdi20", "constant"): (
+        with_qemu(theseus_image, QEMU_THESEUS_CONSTANT, elf=True),
+        None,
+    ),
+}
+AIMED |= {
+    ("kflex_sosp24", "stub_interpreter"): "qemu_vouched",
+    ("kflex_sosp24", "echo"): "qemu_vouched",
+    ("nros_osdi21", "stub_interpreter"): "qemu_vouched",
+    ("nros_osdi21", "echo"): "qemu_vouched",
+    ("ward_osdi20", "echo"): "qemu_vouched",
+    ("ward_osdi20", "constant"): "ran_verifier_command_line",
+    ("theseus_osdi20", "stub_interpreter"): "qemu_vouched",
+}

@@ -11,7 +11,7 @@ import pytest
 
 from deploybench.catalog import checks as checks_mod
 from deploybench.errors import DeployBenchError
-from deploybench.verify import bank
+from deploybench.verify import bank, verification
 from tests.conftest import REPO
 from tests.test_verifier_fakes import CASES
 
@@ -46,9 +46,13 @@ def test_each_kind_is_played_or_declared_not_applicable(task_id):
     # A reason beside a fake of its kind is a reason the tests prove wrong.
     both = [k for k in reasons if counts[k]]
     assert not both, f"{task_id}: fakes of {both} are played, yet declared not applicable"
-    # What the verifier itself shows: a verifier that draws variants has inputs to echo.
+    # What the verifier itself shows: a verifier that draws variants has inputs to echo, and
+    # no check of it says it stops a fake its checks.yaml says cannot apply.
     if bank.spec_of(task_id) is not None:
         assert "echo" not in reasons, f"{task_id} draws variants: an echo applies"
+    for check in verification.load_checks(task_id):
+        named = set(check.get("defeats", [])) & set(reasons)
+        assert not named, f"{task_id}: {check['name']} defeats {named}, declared not applicable"
 
 
 def test_the_declaration_is_checked_by_the_schema(tmp_path):
