@@ -13,6 +13,7 @@ changes is only who answers first. Where a fake of another file already is of a 
 printing a documented, fixed output is a constant), it is played again under that kind here."""
 
 import os
+import subprocess
 
 from tests import (
     fakes_c5_fakes1,
@@ -486,4 +487,55 @@ AIMED |= {
     ("pash_eurosys21", "constant"): "pash_output_correct",
     ("qsym_usenixsec18", "echo"): "drawn_branches_solved",
     ("seurat_cell21", "echo"): "rscript_vouched",
+}
+
+
+# ---- kvservice_demo24: server.py on http.server, behind a python of each kind ----------------
+# The rewrite answers a GET with what the last PUT sent, kept in a file so a restart keeps it:
+# the drawn value echoed back (it never parses or stores anything as the artifact does).
+KV_ECHO = fakes_ml_val.KV_SERVER.replace(
+    "store = {}\n",
+    "import os\nSAVED = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'echo.json')\n"
+    "store = json.load(open(SAVED)) if os.path.exists(SAVED) else {}\n",
+).replace(
+    "        self.reply(201, {})\n",
+    "        json.dump(store, open(SAVED, 'w'))\n        self.reply(201, {})\n",
+)
+# ... or with the value the verifier's experiment.sh shows, whatever was sent.
+KV_CONSTANT = fakes_ml_val.KV_SERVER.replace(
+    '"value": store[key]', '"value": "pH 6.82 @ 14:05, site B, sample 1234"'
+)
+
+
+def kvservice(server, python=None):
+    """kv_plain_rewrite's real venv with SERVER as server.py; PYTHON (make, body): the venv's
+    env/bin/python link replaced by a stub that hands the rest to Debian's python (the link
+    alone is removed: the python it points to is the host's and stays where it is)."""
+
+    def build(tmp_path):
+        workdir = fakes_ml_val.kv_plain_rewrite(tmp_path)
+        (workdir / "server.py").write_text(server)
+        if python:
+            make, first = python
+            link = workdir / "env/bin/python"
+            assert link.is_symlink()
+            link.unlink()
+            make(link, f'{first}\nexec /usr/bin/python3 "$@"')
+        subprocess.run(["chmod", "-R", "a+rwX", str(workdir)], check=True)
+        return workdir
+
+    return build
+
+
+CASES |= {
+    ("kvservice_demo24", "stub_interpreter"): (kvservice(KV_ECHO, (script, "")), None),
+    ("kvservice_demo24", "stub_binary"): (kvservice(KV_ECHO, (stub_elf, "")), None),
+    ("kvservice_demo24", "echo"): (kvservice(KV_ECHO), None),
+    ("kvservice_demo24", "constant"): (kvservice(KV_CONSTANT), None),
+}
+AIMED |= {
+    ("kvservice_demo24", "stub_interpreter"): "python_vouched",
+    ("kvservice_demo24", "stub_binary"): "python_vouched",
+    ("kvservice_demo24", "echo"): "pinned_server_py",
+    ("kvservice_demo24", "constant"): "value_read_back_is_this_attempts",
 }
