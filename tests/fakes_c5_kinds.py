@@ -539,3 +539,21 @@ AIMED |= {
     ("kvservice_demo24", "echo"): "pinned_server_py",
     ("kvservice_demo24", "constant"): "value_read_back_is_this_attempts",
 }
+
+
+# ---- karousos_eurosys24: runServer.sh writing the README's example trace, whatever was drawn --
+KAR_CONSTANT = """
+t="$KAR_HOME/src/advice/karousos_$1-$2"; mkdir -p "$t"
+for m in helloworldab karousosdemo; do echo "Posted: 1: $m"; echo "got: $m"; done > "$t/trace.csv"
+cp "$t/trace.csv" "$t/.orig"
+"""
+
+
+def karousos_constant(tmp_path):
+    workdir = fakes_c5_fakes1.karousos_scripts(tmp_path)
+    script(workdir / "src/runServer.sh", KAR_CONSTANT)
+    return workdir
+
+
+CASES[("karousos_eurosys24", "constant")] = (karousos_constant, None)
+AIMED[("karousos_eurosys24", "constant")] = "drawn_requests_served"
