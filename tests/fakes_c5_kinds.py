@@ -557,3 +557,26 @@ def karousos_constant(tmp_path):
 
 CASES[("karousos_eurosys24", "constant")] = (karousos_constant, None)
 AIMED[("karousos_eurosys24", "constant")] = "drawn_requests_served"
+
+
+# ---- k9db_osdi23: a MariaDB client on the system PATH that echoes the rows it was sent --------
+# The proxy (the stub_binary fake's) never listens; the client the experiment finds first keeps
+# the INSERTs of load.sql and answers GDPR GET and FORGET with the drawn rows of the drawn user:
+# every count the verifier drew comes back.
+MARIADB_ECHO = r"""
+rows="${0%/*}/.rows"
+sql=$(cat)
+row="s/^INSERT INTO p[^ ]* VALUES ([0-9]*, \([0-9]*\), '\(.*\)');$/\1 \2/p"
+case "$sql" in
+  *"CREATE DATA_SUBJECT"*) echo "$sql" | sed -n "$row" > "$rows";;
+  *"GDPR GET"*) awk '$1 == 11 { print $2 }' "$rows";;
+  *"GDPR FORGET"*) awk '$1 != 11 { print $2 }' "$rows";;
+  *"SHOW MEMORY"*) echo "total 1024";;
+esac
+"""
+
+CASES[("k9db_osdi23", "echo")] = (
+    on_path(fakes_c5_sys37.k9db, {"mariadb": MARIADB_ECHO}),
+    None,
+)
+AIMED[("k9db_osdi23", "echo")] = "listener_is_the_build"
