@@ -580,3 +580,43 @@ CASES[("k9db_osdi23", "echo")] = (
     None,
 )
 AIMED[("k9db_osdi23", "echo")] = "listener_is_the_build"
+
+
+# ---- theseus_osdi20: a QEMU that reads the keys the verifier types on its monitor -------------
+# The shell "starts" at once; each command typed (sendkey lines on the monitor's pipe) ends with
+# an application's exit on the serial console, and the RAM saved at pmemsave holds a result for
+# each command in the order it was typed: the drawn order, echoed.
+QEMU_THESEUS_ECHO = r"""
+for a; do
+  case "$a" in file:*) serial=${a#file:};; pipe:*) mon=${a#pipe:};; esac
+done
+echo "[I] kernel/first_application/src/lib.rs:31: Starting first application: crate" > "$serial"
+exec 4<"$mon.in"
+cmd=; task=30; : > terminal
+while read -r verb key <&4; do
+  case "$verb $key" in
+    "sendkey ret")
+      case "$cmd" in
+        "bm --null") n=NULL; m=20.3;;
+        "bm --spawn") n=SPAWN; m=311521.6;;
+        "bm --memory_map") n="MEMORY MAP"; m=9421.7;;
+        *) n="IPC ASYNC"; m=3812.2;;
+      esac
+      printf 'BM-INFO: %s result: (nano sec)\n        mean:    %s \n' "$n" "$m" >> terminal
+      task=$((task + 7))
+      echo "[I] shell: terminal: task [$task] returned exit value: Some(0)" >> "$serial"
+      cmd=;;
+    "sendkey spc") cmd="$cmd ";;
+    "sendkey minus") cmd="$cmd-";;
+    "sendkey shift-minus") cmd="${cmd}_";;
+    sendkey*) cmd="$cmd$key";;
+    pmemsave*) { printf '\000'; cat terminal; printf '\000'; } > guest.mem; exit 0;;
+  esac
+done
+"""
+
+CASES[("theseus_osdi20", "echo")] = (
+    with_qemu(theseus_image, QEMU_THESEUS_ECHO, elf=True),
+    None,
+)
+AIMED[("theseus_osdi20", "echo")] = "qemu_vouched"
