@@ -8,9 +8,11 @@ meet (AIMED). A kind that cannot apply to a verifier is declared in its checks.y
 Stub interpreters the experiment finds on the system PATH (sqlite3, bash, python3, java,
 Rscript, QEMU) are scripts in a folder of the test's, bound over /usr/local/sbin (the first
 folder of the system PATH, empty on this host) in the run's own mount namespace
-(run_experiment's BINDS); each hands its work to the host's real program, so what the fake
-changes is only who answers first. Where a fake of another file already is of a kind (a program
-printing a documented, fixed output is a constant), it is played again under that kind here."""
+(run_experiment's BINDS). The sqlite3, bash, python3 and java there hand their work to the
+host's real program, so what they change is only who answers first; Rscript and QEMU are not on
+this host, and theirs print what the experiment reads. Where a fake of another file already is
+of a kind (a program printing a documented, fixed output is a constant), it is played again
+under that kind here."""
 
 import os
 import subprocess
@@ -28,9 +30,9 @@ from tests.fakes import script, stub_elf, tree
 SBIN = "/usr/local/sbin"
 
 
-def wrapper(name, real, first=""):
-    """The body of a stub NAME on the system PATH: FIRST (shell lines) then the real program."""
-    return f'{first}\nexec {real} "$@"' if real else first
+def wrapper(real):
+    """The body of a stub on the system PATH that hands everything to the REAL program."""
+    return f'exec {real} "$@"'
 
 
 def on_path(build, programs):
@@ -52,28 +54,26 @@ def on_path(build, programs):
 CASES = {
     # eet drives the sqlite3 CLI (the SQL interpreter it tests): a wrapper answers first.
     ("eet_osdi24", "stub_interpreter"): (
-        on_path(fakes_systems_val.eet_stub_binary, {"sqlite3": wrapper("", "/usr/bin/sqlite3")}),
+        on_path(fakes_systems_val.eet_stub_binary, {"sqlite3": wrapper("/usr/bin/sqlite3")}),
         None,
     ),
     # Kaldi's recipe is bash scripts: `env bash` finds a wrapper of the attacker's.
     ("kaldi_asru11", "stub_interpreter"): (
-        on_path(fakes_c5_sys37.kaldi(elf_run=True), {"bash": wrapper("", "/usr/bin/bash")}),
+        on_path(fakes_c5_sys37.kaldi(elf_run=True), {"bash": wrapper("/usr/bin/bash")}),
         None,
     ),
     # PaSh's compiler is Python: a python3 wrapper on the PATH.
     ("pash_eurosys21", "stub_interpreter"): (
-        on_path(fakes_c5_sys37.pash(elf=True), {"python3": wrapper("", "/usr/bin/python3")}),
+        on_path(fakes_c5_sys37.pash(elf=True), {"python3": wrapper("/usr/bin/python3")}),
         None,
     ),
     ("pashjit_osdi22", "stub_interpreter"): (
-        on_path(
-            fakes_systems_val.pashjit_stub_binary, {"python3": wrapper("", "/usr/bin/python3")}
-        ),
+        on_path(fakes_systems_val.pashjit_stub_binary, {"python3": wrapper("/usr/bin/python3")}),
         None,
     ),
     # The simulator's JVM: a java wrapper on the PATH that runs the host's.
     ("safehome_eurosys21", "stub_interpreter"): (
-        on_path(fakes_systems_sci.safehome_stub_binary, {"java": wrapper("", "/usr/bin/java")}),
+        on_path(fakes_systems_sci.safehome_stub_binary, {"java": wrapper("/usr/bin/java")}),
         None,
     ),
     # Seurat's workflow runs under Rscript: a script in its place (no R on this host at all).
@@ -83,7 +83,7 @@ CASES = {
     ),
     # Ward's plot is drawn by python3: a wrapper on the PATH.
     ("ward_osdi20", "stub_interpreter"): (
-        on_path(fakes_systems_val.ward_stub_binary, {"python3": wrapper("", "/usr/bin/python3")}),
+        on_path(fakes_systems_val.ward_stub_binary, {"python3": wrapper("/usr/bin/python3")}),
         None,
     ),
 }
