@@ -15,6 +15,7 @@ from deploybench.verify import bank, verification
 from tests import (
     fakes_c5_fakes1,
     fakes_c5_fakes2,
+    fakes_c5_kinds,
     fakes_c5_sys37,
     fakes_ml37a,
     fakes_ml37b,
@@ -202,8 +203,10 @@ CASES |= fakes_systems_val.CASES
 CASES |= fakes_ml_val.CASES
 CASES |= fakes_ml_val_b.CASES
 CASES |= fakes_c5_fakes2.CASES
+CASES |= fakes_c5_kinds.CASES
 # (task, fake) -> the check that fake was built to meet, which must be among its stoppers.
 AIMED = fakes_ml37b.AIMED | fakes_ml_val.AIMED | fakes_c5_fakes1.AIMED | fakes_c5_fakes2.AIMED
+AIMED |= fakes_c5_kinds.AIMED
 
 
 def defeats_of(task_id):

@@ -223,6 +223,17 @@ HIDDEN_INPUTS_SCHEMA: dict[str, Any] = {
     ]
 }
 DRAWN_REF = re.compile(r"\{drawn:([a-z][a-z0-9_]*)\}")
+# The kinds of fake every verifier's tests must play (issue 33's Must show): for each, the
+# tests hold a fake of that kind, or checks.yaml says here why it cannot apply to this task.
+KINDS_PLAYED = ("stub_binary", "stub_interpreter", "echo", "constant")
+# kind -> why that fake cannot apply to this task (a sentence the tests keep true: an echo
+# where the verifier draws nothing, a stub interpreter where the experiment runs none).
+FAKES_NOT_APPLICABLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "minProperties": 1,
+    "propertyNames": {"enum": list(KINDS_PLAYED)},
+    "additionalProperties": {"type": "string", "minLength": 30},
+}
 
 CHECKS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -239,6 +250,7 @@ CHECKS_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {"not_pinned": {"type": "string", "minLength": 20}},
         },
+        "fakes_not_applicable": FAKES_NOT_APPLICABLE_SCHEMA,
         "checks": {
             "type": "array",
             "minItems": 1,
@@ -371,6 +383,12 @@ def load_variants(path: Path | str) -> dict[str, Any] | None:
     """The `variants` of a checks.yaml (what a variant bank of the task holds), validated; None
     when the task's verifier draws no variants."""
     return _load_file(Path(path)).get("variants")
+
+
+def load_fakes_not_applicable(path: Path | str) -> dict[str, str]:
+    """The `fakes_not_applicable` of a checks.yaml (kind -> why its tests play no fake of that
+    kind), validated; empty when it declares none."""
+    return dict(_load_file(Path(path)).get("fakes_not_applicable") or {})
 
 
 def _load_file(path: Path) -> dict[str, Any]:

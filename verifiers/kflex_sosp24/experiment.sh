@@ -17,6 +17,9 @@ BENCH="$WORKDIR/ffkx-bench"
 BPFOBJ="$WORKDIR/bpf/bench_data_structures.bpf.o"
 
 magic() { head -c4 "$1" 2>/dev/null | od -An -tx1 | tr -d ' \n'; }
+# The QEMU that boots the guest, as the owner's PATH finds it: the reference installs Debian's
+# qemu-system-x86; a script or an ELF of the agent's that writes a serial log shows here.
+vouch qemu qemu-system-x86_64
 {
   echo "== build outputs"
   [ -f "$BENCH" ] && [ ! -L "$BENCH" ] && echo "ffkx-bench: $(magic "$BENCH")" || echo "ffkx-bench: missing"

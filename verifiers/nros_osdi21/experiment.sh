@@ -17,6 +17,9 @@ HOME_OWNER=$(awk -F: -v u="$OWNER" '$1 == u { print $6 }' /etc/passwd)
 BUILD_PATH="$HOME_OWNER/.cargo/bin:$SYSTEM_PATH"
 
 magic() { head -c4 "$1" 2>/dev/null | od -An -tx1 | tr -d ' \n'; }
+# The QEMU that boots the guest, as the owner's PATH finds it: the reference installs Debian's
+# qemu-system-x86; a script or an ELF of the agent's that writes a serial log shows here.
+vouch qemu qemu-system-x86_64
 {
   echo "== build outputs in $REL"
   for f in x86_64-bespin/release/bespin x86_64-bespin-none/release/init; do

@@ -17,6 +17,9 @@
 ISO="$WORKDIR/build/theseus-x86_64.iso"
 MODS="$WORKDIR/build/grub-isofiles/modules"
 MEM_MB=512
+# The QEMU that boots the guest, as the owner's PATH finds it: the reference installs Debian's
+# qemu-system-x86; a script or an ELF of the agent's that writes a serial log shows here.
+vouch qemu qemu-system-x86_64
 
 {
   echo "== image: $ISO"
