@@ -370,6 +370,19 @@ def test_cli_list_prints_the_summary():
     assert "11 language ecosystems" in listed
     assert "equals the paper's counts: yes" in listed
     assert "(paper:" not in listed
+    # How many catalog tasks passed here, counted from the task files' records (demo tasks not).
+    records = [
+        yaml.safe_load(path.read_text()).get("validated")
+        for path in sorted(TASKS_DIR.glob("*/task.yaml"))
+        if not yaml.safe_load(path.read_text()).get("demo")
+    ]
+    cpu = sum(bool(v and v.get("cpu_only")) for v in records)
+    full = sum(bool(v) for v in records) - cpu
+    assert full >= 13 and cpu >= 1, (full, cpu)
+    assert (
+        f"reference setup passed its verifier here: {full + cpu}/51 ({full} in full, {cpu} on"
+        " the CPU only: --cpu-only)" in listed
+    )
     demo_only = run_cli("tasks", "list", "--demo").stdout
     assert "legacycalc_demo24" in demo_only and "silt_sosp11" not in demo_only
 

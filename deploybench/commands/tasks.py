@@ -96,6 +96,9 @@ def _summary(all_tasks: dict[str, dict]) -> str:
     want = catalog.PAPER_COUNTS
     catalog_ids = catalog.catalog_tasks(all_tasks)
     written = sum(all(catalog.homes(i).values()) for i in catalog_ids)
+    records = [t["validated"] for t in catalog_ids.values() if t.get("validated")]
+    cpu = sum(bool(v.get("cpu_only")) for v in records)
+    full = len(records) - cpu
 
     def pair(key: str, label: str) -> str:
         mark = "" if have[key] == want[key] else f" (paper: {want[key]})"
@@ -110,6 +113,8 @@ def _summary(all_tasks: dict[str, dict]) -> str:
         f"  {pair('languages', 'language ecosystems')}: "
         + ", ".join(sorted({t["languages"][0] for t in catalog_ids.values()})),
         f"  reference setup and verifier written: {written}/{len(catalog_ids)}",
+        f"  reference setup passed its verifier here: {full + cpu}/{len(catalog_ids)}"
+        f" ({full} in full, {cpu} on the CPU only: --cpu-only)",
         "  equals the paper's counts: "
         + ("yes" if not catalog.count_problems(all_tasks) else "NO"),
     ]
