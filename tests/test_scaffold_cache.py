@@ -265,3 +265,24 @@ def test_a_layer_follows_its_archive_when_the_entry_is_built_again(home, tmp_pat
     second = scaffold_cache.layer(e, UID_BASE)
     assert second["sha256"] != first["sha256"]
     assert layer_file(second, e, "bin/tool").read_bytes() == b"#!/bin/sh\necho rebuilt\n"
+
+
+def test_a_replaced_layer_is_set_aside_for_the_machines_on_it_then_removed(
+    home, tmp_path, as_root, monkeypatch
+):
+    e = entry()
+    publish_prefix(e, tmp_path)
+    got = scaffold_cache.layer(e, UID_BASE)
+    held = layer_file(got, e, "bin/tool").open("rb")  # a machine's overlay on the old tree
+    layer_file(got, e, "lib/keep.txt").write_text("changed\n")
+    scaffold_cache.layer(e, UID_BASE)
+    [aside] = scaffold_cache.cache_dir().glob(f"{e.layer.name}.retired-*")
+    assert (aside / "opt/deploybench-agent/openhands/lib/keep.txt").read_text() == "changed\n"
+    assert held.read() == b"#!/bin/sh\necho genuine\n"
+    held.close()
+    # Once no machine can be on it any more, the next replacement removes it.
+    monkeypatch.setattr(scaffold_cache, "RETIRED_KEEP_SECONDS", 0)
+    layer_file(scaffold_cache.layer(e, UID_BASE), e, "lib/keep.txt").unlink()
+    scaffold_cache.layer(e, UID_BASE)
+    assert not aside.exists()
+    assert not list(scaffold_cache.cache_dir().glob(f"{e.layer.name}.retired-*"))

@@ -23,7 +23,8 @@ layer and never in the cache. The layer is unpacked under a partial name and ren
 with a manifest of every entry's status beside it (inode, mode, owner, size, change time: the
 change time moves with any write, chmod, chown or rename, and cannot be set back); before each
 use the tree is walked and compared with the manifest, and a tree that differs, or has none,
-is removed and unpacked again from the checked archive."""
+is set aside (renamed: a running machine's overlay keeps it) and unpacked again from the
+checked archive."""
 
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ from deploybench.paths import state_home
 PREFIX_ROOT = "/opt/deploybench-agent"
 ARCHIVE_SUFFIX = ".tar.gz"
 POLL_SECONDS = 2.0
+# A replaced layer is renamed aside, not removed: a running machine's overlay holds it as its
+# lower layer (a rename leaves a mount alone; removing its files would not). Removed once older
+# than any attempt's machine lives (its budgets, and a kept machine's hours).
+RETIRED_KEEP_SECONDS = 2 * 24 * 3600
 
 
 def cache_dir() -> Path:
@@ -243,8 +248,7 @@ def _unpack(entry: Entry, uid_base: int) -> None:
                 os.lchown(name, uid_base + inside, uid_base + group)
         for folder in (partial, partial / "opt", prefixes):
             os.chmod(folder, 0o755)
-        shutil.rmtree(entry.layer, ignore_errors=True)
-        entry.manifest.unlink(missing_ok=True)
+        _retire(entry)
         os.replace(partial, entry.layer)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
@@ -254,6 +258,22 @@ def _unpack(entry: Entry, uid_base: int) -> None:
     staged = entry.manifest.with_name(entry.manifest.name + ".new")
     staged.write_text(json.dumps({"archive_sha256": sha, "tree": tree, "entries": count}) + "\n")
     os.replace(staged, entry.manifest)
+
+
+def _retire(entry: Entry) -> None:
+    """Move the entry's layer out of use (renamed aside; machines on it keep it) and remove the
+    retired layers of this entry that no machine can still be on."""
+    entry.manifest.unlink(missing_ok=True)
+    if entry.layer.is_dir():
+        aside = entry.layer.with_name(f"{entry.layer.name}.retired-{time.time_ns()}")
+        os.replace(entry.layer, aside)
+    for old in entry.layer.parent.glob(f"{entry.layer.name}.retired-*"):
+        try:
+            age = time.time() - int(old.name.rsplit("-", 1)[1]) / 1e9
+        except ValueError:
+            continue
+        if age > RETIRED_KEEP_SECONDS:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def layer(entry: Entry, uid_base: int) -> dict[str, str] | None:
@@ -273,8 +293,7 @@ def layer(entry: Entry, uid_base: int) -> dict[str, str] | None:
         if noted is None:
             # No tree, a partial one, one that changed since it was unpacked, or one of an
             # older archive: it goes, and the archive is checked before it is unpacked again.
-            shutil.rmtree(entry.layer, ignore_errors=True)
-            entry.manifest.unlink(missing_ok=True)
+            _retire(entry)
             sha = usable(entry) or ""
             if not sha:
                 return None
