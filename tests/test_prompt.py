@@ -28,3 +28,7 @@ def test_the_prompt_names_the_staged_paper(root_host, runs, tmp_path):
     assert staged and f"the paper is {named}." in log, (staged, log[:1500])
     for name in staged:  # and it is there
         assert f"\n{name}\n" in f"\n{log}\n", log
+    # Written whole (one raw command on the machine, roles/agent_command/tasks/main.yml): its
+    # last line, ended by its newline, then the next command's output.
+    assert log.startswith("You are on a fresh Linux machine as user vm"), log[:300]
+    assert "the versions you installed.\n" in log, log

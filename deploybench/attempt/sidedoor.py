@@ -239,6 +239,7 @@ def scaffold(attempt: Path, args: dict[str, Any]) -> dict[str, Any]:
     )
     action = str(args["action"])
     started = time.monotonic()
+    answered: dict[str, Any]
     if action == "claim":
         answered = scaffold_cache.claim(entry, float(args["wait_seconds"]))
     elif action == "publish":
@@ -247,14 +248,27 @@ def scaffold(attempt: Path, args: dict[str, Any]) -> dict[str, Any]:
         answered = scaffold_cache.release(entry)
     else:
         raise DeployBenchError(f"scaffold: no action {action!r} (claim, publish or release)")
+    note_scaffold(attempt, entry, action, answered, started, args.get("system_packages"))
+    return answered
+
+
+def note_scaffold(
+    attempt: Path,
+    entry: Any,
+    action: str,
+    answered: dict[str, Any],
+    started: float,
+    system_packages: list[str] | None = None,
+) -> None:
+    """What the attempt got of the scaffold cache (scaffold.json): the claim, the build's
+    publish or release, or (`layer`, the runner's) the cached prefix laid under its machine."""
     record = attempt / runfolder.SCAFFOLD
     kept = json.loads(record.read_text()) if record.is_file() else {}
     kept |= {"scaffold": entry.scaffold, "key": entry.key}
-    if action == "claim":
-        kept["system_packages"] = list(args.get("system_packages") or [])
+    if action in ("claim", "layer"):
+        kept["system_packages"] = list(system_packages or [])
     kept[action] = {**answered, "seconds": round(time.monotonic() - started, 1)}
     record.write_text(json.dumps(kept, indent=1) + "\n")
-    return answered
 
 
 def _tidy(paths: dict[str, str]) -> None:

@@ -109,6 +109,9 @@ class MachineRequest:
     # Ports of the controller's loopback the machine must reach (the agent's model endpoint
     # when it is a server there), for a backend whose machines do not share the host's network.
     loopback_ports: list[int] = field(default_factory=list)
+    # Read-only folders of the controller's host laid under the machine's disk (an agent
+    # scaffold's cached prefix), for a backend whose machines are overlays here (layers_prefix).
+    lower_layers: list[str] = field(default_factory=list)
 
 
 class Backend(ABC):
@@ -125,6 +128,12 @@ class Backend(ABC):
     apply_attempts: int = 1
     # Whether its machines are paid for by the hour: a run then prints an estimate and asks.
     billed: bool = False
+    # For a backend whose machines are overlays on the controller's own host (local): the host
+    # uid that is root inside its machines. A scaffold's cached prefix is then unpacked once on
+    # the host and laid under each machine's disk as a read-only layer (MachineRequest's
+    # lower_layers), its files owned from this uid on, instead of copied into every machine;
+    # the machines' architecture is the host's. None: the archive is copied in.
+    layers_uid_base: int | None = None
 
     def __init__(self) -> None:
         self._checked: set[tuple[str | None, bool] | None] = set()

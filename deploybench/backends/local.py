@@ -102,6 +102,7 @@ def _memory_limit_mb(wanted_gb: float | None) -> int:
 class LocalBackend(Backend):
     name = "local"
     default_image = "debian12"
+    layers_uid_base = images.UID_BASE
     image_pythons = {"debian12": "3.11", "debian13": "3.13"}
 
     def sanity_check(self, request: MachineRequest | None = None) -> None:
@@ -218,6 +219,7 @@ class LocalBackend(Backend):
             "limit_cpu_ms": int(round((request.limit_cpus or 0) * 100)),
             "limit_disk_gb": int(request.limit_disk_gb or 0),
             "loopback_ports": list(request.loopback_ports),
+            "lower_layers": list(request.lower_layers),
         }
 
     # A deployment's machines are named from its request (see the module's locals), and the

@@ -15,7 +15,9 @@ if [ ! -e /sys/fs/cgroup/cgroup.procs ]; then
   done
 fi
 # nodev: no device node of the overlay opens a device (only /dev, made by nspawn, does).
-# The lower layer is never written through an overlay; the machine reaches only this mount.
+# The lower layers (the image, and over it any read-only layer the machine was given: a
+# scaffold's cached prefix, "layer:image") are never written through an overlay; the machine
+# reaches only this mount.
 mount -t overlay overlay -o "lowerdir=$lower,upperdir=$upper,workdir=$work,nodev" "$root"
 
 # A cgroup of its own per machine in each of the host's cgroup v1/hybrid hierarchies (systemd

@@ -5,7 +5,9 @@ host's, its host key pinned, and the task's limits (memory and processes by its 
 the size of its writable layer's file system).
 
 Root inside is host uid images.UID_BASE, an unprivileged user on the host (user namespace);
-the root is pivoted onto the overlay, whose lower layer (the image) is never written; /dev is
+the root is pivoted onto the overlay, whose lower layers (the image, and under the machine's own
+upper layer any read-only layer it was given: an agent scaffold's prefix from the controller's
+cache, deploybench/attempt/scaffold_cache.py) are never written; /dev is
 nspawn's minimal one, /proc/sys and /sys are read-only. Nothing of the host is mounted in: not
 the controller's checkout, the state folder, the image cache nor another machine's key or
 overlay, which all stay root-only on the host.
@@ -422,6 +424,23 @@ def _prepare_upper(mdir: Path, name: str, lower: Path) -> None:
     (mdir / "baseline.json").write_text(json.dumps(baseline))
 
 
+def _checked_layers(extra: list[str] | tuple[str, ...]) -> list[str]:
+    """Read-only layers given to a machine: root-only folders of the host's (the scaffold
+    cache's), never the machine's own; overlayfs separates lower layers with ':'."""
+    checked = []
+    for folder in extra:
+        path = Path(folder).resolve()
+        if ":" in str(path) or "," in str(path) or not path.is_dir():
+            raise DeployBenchError(f"not a folder an overlay can take as a layer: {folder}")
+        checked.append(str(path))
+    return checked
+
+
+def lowerdir(info: dict) -> str:
+    """The machine's lower layers, top first: the read-only layers it was given, then its image."""
+    return ":".join([*info.get("extra_layers", []), info.get("image_dir", "")])
+
+
 def up(
     state_dir: Path,
     name: str,
@@ -431,12 +450,16 @@ def up(
     tags: dict,
     limits: dict | None = None,
     loopback_ports: list[int] | tuple[int, ...] = (),
+    extra_layers: list[str] | tuple[str, ...] = (),
 ) -> dict:
     """Boot a machine. limits: memory_mb, processes, cpu_ms (its cgroup's) and disk_gb (its writable
     layer's size); 0 or missing for none. loopback_ports: ports of the host's loopback the
-    machine reaches at its own 127.0.0.1 (the agent's model endpoint; bridge.py)."""
+    machine reaches at its own 127.0.0.1 (the agent's model endpoint; bridge.py). extra_layers:
+    read-only folders of the host laid under the machine's upper layer, over its image (a
+    scaffold's prefix); the machine's writes to them copy up into its own upper layer."""
     limits = {k: int(v or 0) for k, v in (limits or {}).items()}
     require_root()
+    extra = _checked_layers(extra_layers)
     lower = images.image_path(image)
     if not images.is_built(image):
         images.ensure_image(image)
@@ -459,7 +482,7 @@ def up(
     _prepare_upper(mdir, name, lower)
     if gpu and not any(Path("/dev").glob("nvidia[0-9]*")):
         raise DeployBenchError("--gpu asked for, but this host has no /dev/nvidia* device")
-    return _boot(state_dir, mdir, name, port, image, gpu, tags, limits, loopback_ports)
+    return _boot(state_dir, mdir, name, port, image, gpu, tags, limits, loopback_ports, extra)
 
 
 def boot_again(
@@ -486,6 +509,7 @@ def boot_again(
         old.get("tags", {}),
         old.get("limits", {}),
         loopback_ports,
+        old.get("extra_layers", []),
     )
 
 
@@ -499,8 +523,10 @@ def _boot(
     tags: dict,
     limits: dict,
     loopback_ports: list[int] | tuple[int, ...],
+    extra_layers: list[str] | tuple[str, ...] = (),
 ) -> dict:
     lower = images.image_path(image)
+    lowers = lowerdir({"image_dir": str(lower), "extra_layers": list(extra_layers)})
     if _port_open(port):
         raise InfraError(f"port {port} is already in use on 127.0.0.1")
 
@@ -514,7 +540,7 @@ def _boot(
                 "--kill-child=SIGKILL",
                 "bash",
                 str(BOOT_SCRIPT),
-                str(lower),
+                lowers,
                 str(upper_dir(mdir)),
                 str(mdir / LAYER / "work"),
                 str(mdir / "root"),
@@ -540,6 +566,7 @@ def _boot(
         "port": port,
         "image": image,
         "image_dir": str(lower),
+        "extra_layers": list(extra_layers),
         "gpu": gpu,
         "tags": tags,
         "unshare_pid": proc.pid,
@@ -761,6 +788,12 @@ def main() -> None:
     multiple=True,
     help="A port of the host's loopback the machine reaches at its own (the model endpoint).",
 )
+@click.option(
+    "--lower-layer",
+    "extra_layers",
+    multiple=True,
+    help="A read-only folder of the host laid over the image (a scaffold's cached prefix).",
+)
 def _up(
     state_dir: Path,
     name: str,
@@ -773,6 +806,7 @@ def _up(
     cpu_ms: int,
     disk_gb: int,
     loopback_ports: tuple[int, ...],
+    extra_layers: tuple[str, ...],
 ) -> None:
     limits = {
         "memory_mb": memory_mb,
@@ -782,7 +816,7 @@ def _up(
     }
     tag_map = dict(t.split("=", 1) for t in tags)
     try:
-        info = up(state_dir, name, port, image, gpu, tag_map, limits, loopback_ports)
+        info = up(state_dir, name, port, image, gpu, tag_map, limits, loopback_ports, extra_layers)
     except DeployBenchError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"machine {name} up on 127.0.0.1:{info['port']} (pid {info['init_pid']})")
@@ -874,7 +908,7 @@ def run_verifier(
     args = [
         "unshare", "--mount", "--fork", "--kill-child=SIGKILL",
         "bash", str(BOOT_SCRIPT),
-        info.get("image_dir", ""), str(upper_dir(mdir)), str(mdir / LAYER / "work"),
+        lowerdir(info), str(upper_dir(mdir)), str(mdir / LAYER / "work"),
         str(mdir / "root"), name, "0", "1" if info.get("gpu") else "0",
         str(info.get("uid_base", images.UID_BASE)), cgroup, "verify",
         str(limits.get("memory_mb", 0) * 2**20), str(limits.get("processes", 0)),

@@ -191,12 +191,18 @@ class Runner:
         watch.deployment(deployment)
         lease = None
         try:
+            layer = self._scaffold_layer(agent, folder)
+            if layer:
+                request.lower_layers = [layer["layer"]]
             machines = self.o.backend.provision(request, deployment)
             extravars = {
                 "task_id": attempt.task_id,
                 "attempt_dir": str(folder.resolve()),
                 **agent.extravars(),
             }
+            if layer:
+                # The role then skips the scaffold's claim, copy and install: it is there.
+                extravars["agent_command_scaffold_layer"] = layer["sha256"]
             budget = self.o.agent_seconds or agent.agent_seconds
             if budget:
                 extravars["agent_seconds"] = budget
@@ -281,6 +287,32 @@ class Runner:
             raise InfraError(stage_failures.reason(result, events))
         agent.behaviour.write_trajectory(agent, folder, events, attempt.task_id)
         return self._result_line(attempt, agent, folder, started_at)
+
+    def _scaffold_layer(self, agent: AgentSpec, folder: Path) -> dict[str, str] | None:
+        """The agent's scaffold as a read-only layer of its machine, for a backend whose
+        machines are overlays on this host: the cache's prefix for this spec and platform,
+        unpacked once and checked (scaffold_cache.layer), noted in the attempt's scaffold.json.
+        None when the backend copies archives in, the agent installs nothing, or the cache has
+        no whole archive yet (the playbook then claims it or its build)."""
+        from deploybench.attempt import scaffold_cache
+
+        uid_base = self.o.backend.layers_uid_base
+        if uid_base is None or not agent.behaviour.calls_a_model or not agent.install:
+            return None
+        scaffold = agent.scaffold or agent.name
+        entry = scaffold_cache.Entry.of(
+            scaffold,
+            scaffold_cache.install_digest(scaffold, agent.install, agent.system_packages),
+            self.o.backend.name,
+            self.o.image or self.o.backend.default_image,
+            os.uname().machine,
+        )
+        started = time.monotonic()
+        layer = scaffold_cache.layer(entry, uid_base)
+        if layer:
+            folder.mkdir(parents=True, exist_ok=True)
+            sidedoor.note_scaffold(folder, entry, "layer", layer, started, agent.system_packages)
+        return layer
 
     def _keeps(self, attempt: Attempt, folder: Path) -> bool:
         """Whether this attempt's machine is kept: failed by the judgment the run scores (under

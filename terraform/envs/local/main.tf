@@ -23,6 +23,7 @@ module "machines" {
   limit_disk_gb        = var.limit_disk_gb
   limit_cpu_ms         = var.limit_cpu_ms
   loopback_ports       = var.loopback_ports
+  lower_layers         = var.lower_layers
 }
 
 output "machines" {

@@ -100,3 +100,8 @@ variable "limit_cpu_ms" {
   type        = number
   default     = 0
 }
+
+variable "lower_layers" {
+  type    = list(string)
+  default = []
+}

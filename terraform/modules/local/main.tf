@@ -19,6 +19,7 @@ resource "terraform_data" "machine" {
     disk_gb   = var.limit_disk_gb
     cpu_ms    = var.limit_cpu_ms
     loopback  = var.loopback_ports
+    layers    = var.lower_layers
   }
 
   lifecycle {
@@ -37,7 +38,8 @@ resource "terraform_data" "machine" {
       "--memory-mb", tostring(self.input.memory_mb), "--max-processes", tostring(self.input.processes),
       "--disk-gb", tostring(self.input.disk_gb), "--cpu-ms", tostring(self.input.cpu_ms),
       "--tag", "run=${var.run_id}", "--tag", "owner=${var.owner}",
-    ], [for p in self.input.loopback : "--loopback-port ${p}"]))
+      ], [for p in self.input.loopback : "--loopback-port ${p}"],
+    [for l in self.input.layers : "--lower-layer ${l}"]))
   }
 
   provisioner "local-exec" {

@@ -141,3 +141,9 @@ variable "limit_cpu_ms" {
   type        = number
   default     = 0
 }
+
+variable "lower_layers" {
+  description = "Read-only host folders laid under each machine's own writable layer, over its image (an agent scaffold's cached prefix); the machine's writes to them stay in its own layer."
+  type        = list(string)
+  default     = []
+}
