@@ -179,8 +179,9 @@ def spec(name: str, **changes) -> dict:
 # The harness's own folder on the machine (the prompt, the agent's log and trajectory).
 HARNESS_FOLDER = "/home/vm/.deploybench/"
 # sshd's records of the harness's own logins: written whenever a session gets a terminal, as
-# some of the scaffold step's do (a nop attempt's sessions may not have).
-LOGIN_RECORDS = ("/var/log/wtmp", "/var/log/lastlog", "/var/log/btmp")
+# some of the scaffold step's do (a nop attempt's sessions may not have). Debian 13 keeps them
+# in wtmpdb's database (pam_wtmpdb), /var/log/wtmp.db.
+LOGIN_RECORDS = ("/var/log/wtmp", "/var/log/wtmp.db", "/var/log/lastlog", "/var/log/btmp")
 
 
 def changes_now(state_home: Path, attempt: Path) -> list[str]:
