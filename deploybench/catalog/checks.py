@@ -555,6 +555,11 @@ def is_gpu_evidence(check: dict[str, Any]) -> bool:
     return check["kind"] == "gpu_used" or check.get("gpu") is True
 
 
+def read_collected(log_dir: Path | str, name: str) -> str | None:
+    """A file the experiment collected, as text (capped), or None."""
+    return _read(Path(log_dir), name)
+
+
 def _read(log_dir: Path, name: str) -> str | None:
     path = (log_dir / name).resolve()
     if not path.is_relative_to(log_dir.resolve()) or not path.is_file():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -168,6 +169,34 @@ def gitlink(gitdir: Path, commit: str, path: str) -> str | None:
         return None
     mode, kind, oid = out.split("\t", 1)[0].split()
     return oid if kind == "commit" else None
+
+
+def blob_text(task: dict[str, Any], blob: str, limit: int = 1 << 20) -> bytes | None:
+    """The content of one blob of the task's pinned trees (at most `limit` bytes), from the
+    controller's cache (a demo task: its artifact folder), or None where it is not held."""
+    if not re.fullmatch(r"[0-9a-f]{40}", blob):
+        return None
+    if is_demo(task):
+        from deploybench.catalog.demo import demo_artifact_dir
+
+        for path in sorted(demo_artifact_dir(task["repo"]["url"]).rglob("*")):
+            if path.is_file() and not path.is_symlink() and path.stat().st_size <= limit:
+                data = path.read_bytes()
+                if hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == blob:
+                    return data
+        return None
+    for source in sources_of(task):
+        gitdir = cached_repo(source.url)
+        if not gitdir.is_dir():
+            continue
+        proc = subprocess.run(
+            ["git", f"--git-dir={gitdir}", "cat-file", "blob", blob],
+            capture_output=True,
+            env=_git_env(),
+        )
+        if proc.returncode == 0 and len(proc.stdout) <= limit:
+            return proc.stdout
+    return None
 
 
 # ---------- where repositories are ----------

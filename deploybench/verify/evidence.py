@@ -210,6 +210,8 @@ def judge(
     variant = runfolder.read_variant(attempt) if task_id else None
     if variant and variant.get("declared"):
         _judge_variant(verdict, task_id, variant, logs, spec is not None)
+    if spec is not None:
+        _judge_repairs(verdict, task_id, spec, logs)
     runfolder.write_verdict(attempt, verdict)
     runfolder.write_verify(
         attempt,
@@ -244,6 +246,17 @@ def _judge_variant(verdict: dict, task_id: str, variant: dict, logs: Path, judge
     verdict["layer2"]["checks"].extend(checks)
     if not all(c["passed"] for c in checks):
         verdict["layer2"]["passed"] = verdict["passed"] = False
+
+
+def _judge_repairs(verdict: dict, task_id: str, spec: list, logs: Path) -> None:
+    """Changed experiment files no check accepts: a compatibility repair where the bank's
+    results were reproduced and the diff is small (verify/repairs.py), else a failure."""
+    from deploybench import catalog as catalog_mod
+    from deploybench.catalog import sources
+    from deploybench.verify import repairs
+
+    task = catalog_mod.load_task(task_id)
+    repairs.judge(verdict, spec, logs, lambda blob: sources.blob_text(task, blob))
 
 
 def judge_volume_scan(attempt: Path, raw: str) -> dict:

@@ -75,9 +75,17 @@ blob_of() {
 # pinned REL...: for each file of the repository that the experiment executes or imports, a
 # line "REL BLOB" in $LOG_DIR/pinned.txt; checks.yaml compares them with the blobs of the
 # pinned commit (a changed file shows, and fails where it replaces the computation).
+# Each file is also copied, under its blob id, into $LOG_DIR/pinned_copies/ (up to 1 MiB): where
+# the agent changed one, the controller diffs it against the pinned commit's to judge whether it
+# is a compatibility repair (deploybench/verify/repairs.py).
 pinned() {
+  mkdir -p "$LOG_DIR/pinned_copies"
   for rel in "$@"; do
-    echo "$rel $(blob_of "$WORKDIR/$rel")"
+    blob=$(blob_of "$WORKDIR/$rel")
+    echo "$rel $blob"
+    if [ "$blob" != missing ] && [ "$(stat -c %s "$WORKDIR/$rel")" -le 1048576 ]; then
+      cat "$WORKDIR/$rel" >"$LOG_DIR/pinned_copies/$blob"
+    fi
   done >>"$LOG_DIR/pinned.txt"
 }
 

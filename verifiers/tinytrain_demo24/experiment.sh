@@ -165,6 +165,10 @@ collect "$SCRATCH/numpy.txt" numpy_draw.txt
 } >"$LOG_DIR/02_experiment.log" 2>&1
 
 collect "$SCRATCH/out/metrics.json" metrics.json
+# train.py as the experiment ran it: the pinned commit's, or a change the controller judges (a
+# compatibility repair, such as the builtins for np.float and np.int, passes only where the
+# bank's loss and accuracy were reproduced: deploybench/verify/repairs.py).
+pinned train.py
 echo "epochs: $VARIANT_EPOCHS" >"$LOG_DIR/epochs_asked.txt"
 sed -n 's/.*"epoch": *\([0-9]*\).*/epochs: \1/p' "$LOG_DIR/metrics.json" 2>/dev/null | head -n 1 >"$LOG_DIR/epochs_seen.txt"
 collect "$SCRATCH/out/checkpoint.npz" checkpoint.npz
