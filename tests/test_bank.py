@@ -413,3 +413,23 @@ def test_the_controller_judges_the_repair_in_the_attempts_verdict(tinytrain_bank
         assert runfolder.read_verdict(attempt)["passed"] is passes
         [change] = verdict["layer2"]["experiment_files"]["changed"]
         assert change["accepted"] is passes, change
+
+
+def test_the_diffs_size_is_exact_within_the_limit_and_bounded_beyond_it():
+    from deploybench.verify import repairs
+
+    pinned = "".join(f"line {i}\n" for i in range(100))
+    one = pinned.replace("line 7\n", "line seven\n")
+    assert repairs.diff_size(pinned, one) == (1, 1)
+    assert repairs.diff_size(pinned, one, most=repairs.limit(100)) == (1, 1)
+    # Lines moved are no lines changed for the bound, but the diff counts them.
+    moved = "line 99\n" + pinned.replace("line 99\n", "")
+    assert repairs.diff_size(pinned, moved) == (1, 1)
+    # Far over the limit: a lower bound from the lines' counts, no diff computed (a crafted
+    # file of a million lines judged in well under a second).
+    import time
+
+    crafted = "x\n" * 1_000_000
+    started = time.monotonic()
+    assert repairs.diff_size(pinned, crafted, most=10) == (1_000_000, 100)
+    assert time.monotonic() - started < 5

@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,16 @@ def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def diff_size(pinned: str, now: str) -> tuple[int, int]:
-    """(lines added, lines removed) from the pinned text to the changed one."""
+def diff_size(pinned: str, now: str, most: int | None = None) -> tuple[int, int]:
+    """(lines added, lines removed) from the pinned text to the changed one. Beyond `most`
+    lines in all, a lower bound of them: the lines the two texts do not share as multisets
+    (no diff is computed, so a crafted file cannot make the controller's judgment slow)."""
     old, new = pinned.splitlines(), now.splitlines()
+    if most is not None:
+        added = sum((Counter(new) - Counter(old)).values())
+        removed = sum((Counter(old) - Counter(new)).values())
+        if added + removed > most:
+            return added, removed
     blocks = difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks()
     kept = sum(block.size for block in blocks)
     return len(new) - kept, len(old) - kept
@@ -100,8 +108,8 @@ def judge(
             which = "the pinned file" if old is None else "the machine's copy of the file"
             change["judged"] = f"not a repair: {which} could not be read as text"
             continue
-        added, removed = diff_size(old, new)
         lines = len(old.splitlines())
+        added, removed = diff_size(old, new, most=limit(lines))
         change["diff"] = {"added": added, "removed": removed, "pinned_lines": lines}
         if added + removed > limit(lines):
             change["judged"] = (
