@@ -12,13 +12,14 @@ maml_icml17_cpu, each printing the lines and writing the checkpoints and CSV the
 
 seurat_cell21, a library under the workdir that R CMD INSTALL seems to have made (DESCRIPTION
 without a Repository field, Meta/package.rds, an ELF Seurat.so) with R code of the attacker's
-that returns canned clusters: its Seurat.so is a tiny ELF launcher (stub_binary). Since the
-subset is a bank variant (2026-12-06), the echo and the constant are an Rscript the attacker
-leaves in /usr/local/bin (first on the system PATH; the test binds its own folder there) beside
-that library, its Seurat.so padded with the literals the check looks for: the Rscript writes
-every line the workflow writes, with the drawn subset handed back as the results (echo) or one
-fixed set of results (constant). Everything but the bank's values and the vouched Rscript
-passes; the bank's results are the checks aimed at.
+that returns canned clusters: its Seurat.so is a tiny ELF launcher (stub_binary) or a copy of a
+system library (what tests/fakes_c5_kinds.py's stub Rscript stands beside). Since the subset
+is a bank variant (2026-12-06), the echo and the constant are an Rscript the attacker leaves in
+/usr/local/sbin (first on the system PATH; the test binds its own folder there) beside that
+library, its Seurat.so padded with the literals the check looks for: the Rscript writes every
+line the workflow writes, with the drawn subset handed back as the results (echo) or one fixed
+set of results (constant). The library's checks pass; the vouched R ones fail (this host has no
+R, and the Rscript is a script), and the bank's results are the checks aimed at.
 
 kvservice_demo24, plain_shell: server.py rewritten on http.server (no Flask) in a real venv of
 Debian's python; it stores what it is given, so the drawn value comes back: server.py's pin
@@ -198,9 +199,10 @@ def seurat_rscript(fake):
         workdir = seurat("stub_binary")(tmp_path)
         so = workdir / "Rlib/Seurat/libs/Seurat.so"
         so.write_bytes(so.read_bytes() + SEURAT_LITERALS)
-        bin_dir = tmp_path / "usr-local-bin"
-        script(bin_dir / "Rscript", SEURAT_RSCRIPT.replace("RESULTS", SEURAT_RESULTS[fake]))
-        return workdir, {"/usr/local/bin": bin_dir}
+        sbin = tmp_path / "usr-local-sbin"
+        script(sbin / "Rscript", SEURAT_RSCRIPT.replace("RESULTS", SEURAT_RESULTS[fake]))
+        os.chmod(tmp_path, 0o755)
+        return workdir, {"/usr/local/sbin": sbin}
 
     return build
 
