@@ -188,8 +188,7 @@ SEURAT_RESULTS = {
     ),
     # one answer for every subset (what one real run of some subset could have given)
     "constant": (
-        '  echo "pc1_stdev: 2.718282"\n  echo "rna_sizes: 20-20-17"\n'
-        '  echo "wsnn_sizes: 20-20-17"'
+        '  echo "pc1_stdev: 2.718282"\n  echo "rna_sizes: 20-20-17"\n  echo "wsnn_sizes: 20-20-17"'
     ),
 }
 
