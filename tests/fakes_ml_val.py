@@ -13,8 +13,13 @@ maml_icml17_cpu, each printing the lines and writing the checkpoints and CSV the
 seurat_cell21, a library under the workdir that R CMD INSTALL seems to have made (DESCRIPTION
 without a Repository field, Meta/package.rds, an ELF Seurat.so) with R code of the attacker's
 that returns canned clusters: its Seurat.so is a tiny ELF launcher (stub_binary) or a copy of a
-system library (constant). The machine's R is this host's and cannot be swapped by a test, so
-the R stubs the rscript_vouched and r_vouched checks stop are not played here.
+system library (what tests/fakes_c5_kinds.py's stub Rscript stands beside). Since the subset
+is a bank variant (2026-12-06), the echo and the constant are an Rscript the attacker leaves in
+/usr/local/sbin (first on the system PATH; the test binds its own folder there) beside that
+library, its Seurat.so padded with the literals the check looks for: the Rscript writes every
+line the workflow writes, with the drawn subset handed back as the results (echo) or one fixed
+set of results (constant). The library's checks pass; the vouched R ones fail (this host has no
+R, and the Rscript is a script), and the bank's results are the checks aimed at.
 
 kvservice_demo24, plain_shell: server.py rewritten on http.server (no Flask) in a real venv of
 Debian's python; it stores what it is given, so the drawn value comes back: server.py's pin
@@ -142,6 +147,65 @@ def seurat(fake):
     return build
 
 
+# The tests' own bank variant: its values are made up here, no real run's (a real bank is the
+# operator's, outside the repository).
+SEURAT_VARIANT = {
+    "id": "vtest0061",
+    "inputs": {"cells": 57, "seed": 4242},
+    "expected": {"pc1_stdev": 3.141593, "rna_sizes": "21-19-17", "wsnn_sizes": "22-18-17"},
+    "spread": {},
+}
+# The literals seurat_so_built_from_the_checkout looks for, padded into the fake's Seurat.so.
+SEURAT_LITERALS = (
+    b"Modularity Optimizer version 1.3.0 by Ludo Waltman and Nees Jan van Eck\0"
+    b"Matrix contained no network data.  Check format.\0_Seurat_RunModularityClusteringCpp\0"
+)
+# The fake Rscript: every line the workflow writes, the workdir library as the loaded Seurat,
+# the drawn size as the cells, and RESULTS (shell lines using $cells and $seed).
+SEURAT_RSCRIPT = r"""lib=$5 out=$6 cells=$7 seed=$8
+mkdir -p "$out"
+{
+  echo "seurat_version: 4.3.0"
+  echo "seurat_path: $(readlink -f "$lib/Seurat")"
+  echo "seuratobject_version: 4.1.3"
+RESULTS
+  echo "rna_clusters: 3"
+  echo "wsnn_clusters: 3"
+  echo "reductions: pca apca umap"
+  echo "graphs: RNA_nn RNA_snn wknn wsnn"
+  echo "umap_dims: $cells x 2"
+  echo "umap_finite: TRUE"
+  echo "rds_cells: $cells"
+} >"$out/summary.txt"
+echo "cells: $cells" >"$out/cells.txt"
+printf '\037\213\010\000' >"$out/verify.rds"
+printf '\211PNG' >"$out/umap.png"
+"""
+SEURAT_RESULTS = {
+    # the drawn numbers handed back: the seed as the deviation, the size as one cluster
+    "echo": (
+        '  echo "pc1_stdev: $seed.0"\n  echo "rna_sizes: $cells"\n  echo "wsnn_sizes: $cells"'
+    ),
+    # one answer for every subset (what one real run of some subset could have given)
+    "constant": (
+        '  echo "pc1_stdev: 2.718282"\n  echo "rna_sizes: 20-20-17"\n  echo "wsnn_sizes: 20-20-17"'
+    ),
+}
+
+
+def seurat_rscript(fake):
+    def build(tmp_path):
+        workdir = seurat("stub_binary")(tmp_path)
+        so = workdir / "Rlib/Seurat/libs/Seurat.so"
+        so.write_bytes(so.read_bytes() + SEURAT_LITERALS)
+        sbin = tmp_path / "usr-local-sbin"
+        script(sbin / "Rscript", SEURAT_RSCRIPT.replace("RESULTS", SEURAT_RESULTS[fake]))
+        os.chmod(tmp_path, 0o755)
+        return workdir, {"/usr/local/sbin": sbin}
+
+    return build
+
+
 # --- kvservice_demo24 --------------------------------------------------------------------------
 
 # server.py rewritten without Flask: it stores and serves for real, so only what it is shows.
@@ -200,8 +264,10 @@ def kv_plain_rewrite(tmp_path):
 
 CASES = {("maml_icml17_cpu", fake): (maml(fake), None) for fake in MAML_FAKES}
 AIMED = {("maml_icml17_cpu", fake): check for fake, check in MAML_AIMED.items()}
-for fake in ("stub_binary", "constant"):
-    CASES[("seurat_cell21", fake)] = (seurat(fake), None)
-    AIMED[("seurat_cell21", fake)] = "seurat_so_built_from_the_checkout"
+CASES[("seurat_cell21", "stub_binary")] = (seurat("stub_binary"), None)
+AIMED[("seurat_cell21", "stub_binary")] = "seurat_so_built_from_the_checkout"
+for fake in ("echo", "constant"):
+    CASES[("seurat_cell21", fake)] = (seurat_rscript(fake), SEURAT_VARIANT)
+    AIMED[("seurat_cell21", fake)] = "variant_pc1_stdev"
 CASES[("kvservice_demo24", "plain_shell")] = (kv_plain_rewrite, None)
 AIMED[("kvservice_demo24", "plain_shell")] = "pinned_server_py"
