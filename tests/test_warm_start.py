@@ -9,8 +9,10 @@ and published). In the second, every machine gets its scaffold's prefix as a rea
 the host's cache (scaffold.json says `layer`, checked against the layer's manifest). At each
 agent's first model call its machine's upper layer (everything changed on its disk) holds
 nothing of the prefix and nothing a `nop` machine of the same run does not hold, but the
-harness's own folder and sshd's login records. Each agent's script is one reply that ends it
-(the scripted server, tests/scripted_llm.py), so the run measures starts, not work."""
+harness's own folder and sshd's login records (OpenHands: nothing in the system's folders or the
+package database, its tmux coming in its prefix; its start writes its own files in vm's home).
+Each agent's script is one reply that ends it (the scripted server, tests/scripted_llm.py), so
+the run measures starts, not work."""
 
 from __future__ import annotations
 
