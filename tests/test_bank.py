@@ -383,8 +383,8 @@ def test_validate_references_makes_a_bank_and_the_reference_passes_against_it(
 
 
 def test_a_bank_of_a_small_input_space_covers_all_of_it():
-    # silo's scale factor is one of 3: a bank of 10 asked is every variant there is, plus the
-    # repeats, never an error after a reference has passed (seen on a real run, 2026-12-05).
+    # silo's scale factor was one of 3 on 2026-12-05: a bank of 10 asked is every variant there
+    # is, plus the repeats, never an error after a reference has passed (seen on that real run).
     import random as _random
 
     spec = {"inputs": {"sf": {"choice": [1, 2, 3]}}, "results": [], "repeats": 2}

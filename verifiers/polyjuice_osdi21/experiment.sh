@@ -2,7 +2,7 @@
 #
 # Runs the TPC-C driver the agent built in ae-tpcc-polyjuice, as the owner of WORKDIR, with
 # Polyjuice's concurrency control (ndb-ic3) and the shipped learned policy, like the AE guide's
-# getting-started run but on the controller's scale factor ($VARIANT_SCALE_FACTOR, 2 to 5
+# getting-started run but on the controller's scale factor ($VARIANT_SCALE_FACTOR, 4 to 15
 # warehouses, not the guide's 1) for a runtime drawn here (8 to 15 s), so a replayed log shows:
 # the scale, the whole seconds of runtime and the loaded warehouse and stock tables must be the
 # drawn ones. The tables are loaded by one loader each (no --parallel-loading): tpcc.cc seeds
@@ -17,7 +17,7 @@
 DIR="$WORKDIR/ae-tpcc-polyjuice"
 BIN="$DIR/out-perf.masstree/benchmarks/dbtest"
 R=$(od -An -tu2 -N2 /dev/urandom | tr -d ' ')
-SF=${VARIANT_SCALE_FACTOR:-$((R % 4 + 2))}
+SF=${VARIANT_SCALE_FACTOR:-$((R % 12 + 4))}
 RT=$((R / 4 % 8 + 8))
 {
   echo "scale: $SF"
