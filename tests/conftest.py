@@ -139,3 +139,25 @@ def pytest_collection_modifyitems(config, items):
         return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
 
     items.sort(key=rank)
+
+
+def own_checkout(tmp_path: Path, task: str) -> Path:
+    """A git checkout of the harness's own for commands that write task files (validate-
+    references records into task.yaml): the playbooks, roles and verifiers as they are, the
+    task's file, role and verifier copied with no validation record, so the repository's own
+    tasks/ is never written by a test. Use it with env={"DEPLOYBENCH_REPO": str(root)}."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in ("playbooks", "roles", "agents", "terraform", "ansible.cfg", "verifiers"):
+        (root / name).symlink_to(REPO / name)
+    (root / "tasks").mkdir()
+    shutil.copy(REPO / "tasks/schema.json", root / "tasks/schema.json")
+    shutil.copytree(REPO / "tasks" / task, root / "tasks" / task)
+    shutil.copytree(REPO / "reference_setups" / task, root / "reference_setups" / task)
+    task_file = root / "tasks" / task / "task.yaml"
+    task_file.write_text(task_file.read_text().split("\nvalidated:")[0] + "\nvalidated: null\n")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "checkout"], check=True)
+    return root

@@ -17,7 +17,7 @@ from deploybench import runfolder
 from deploybench.catalog import checks as checks_mod
 from deploybench.errors import DeployBenchError
 from deploybench.verify import bank, evidence, verification
-from tests.conftest import run_cli, run_results
+from tests.conftest import own_checkout, run_cli, run_results
 from tests.fakes import script
 from tests.test_demo_tasks import stage
 from tests.verifier_states import run_experiment
@@ -350,10 +350,14 @@ def test_validate_references_makes_a_bank_and_the_reference_passes_against_it(
     root_host, runs, state_home, tmp_path
 ):
     banks = tmp_path / "banks"
+    # A checkout of its own: validate-references records the pass in its task.yaml.
+    checkout = own_checkout(tmp_path, TINYTRAIN)
     out = run_cli(
         "validate-references", "--tasks", TINYTRAIN, "--bank", "3", "--bank-dir", banks,
-        timeout=1200,
+        env={"DEPLOYBENCH_REPO": str(checkout)}, cwd=checkout, timeout=1200,
     ).stdout  # fmt: skip
+    record = yaml.safe_load((checkout / "tasks" / TINYTRAIN / "task.yaml").read_text())
+    assert record["validated"]["backend"] == "local", record
     assert f"{TINYTRAIN}: bank written: {banks / (TINYTRAIN + '.json')}" in out, out
     made = json.loads((banks / f"{TINYTRAIN}.json").read_text())
     assert len(made["variants"]) == 3 and made["spread"] == {"loss": 0.0, "accuracy": 0.0}

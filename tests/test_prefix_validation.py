@@ -5,7 +5,6 @@ The end-to-end test runs the legacycalc demo's real role, with one step put in i
 does not exist, a step longer than its limit), on real local machines, from a checkout of its
 own (DEPLOYBENCH_REPO, a git repository so the harness commit is known)."""
 
-import shutil
 import socket
 import subprocess
 import threading
@@ -14,7 +13,7 @@ import pytest
 import yaml
 
 from deploybench.attempt import prefix
-from tests.conftest import REPO, run_cli
+from tests.conftest import own_checkout, run_cli
 
 TASK = "legacycalc_demo24"
 # A host that never resolves (RFC 2606's .invalid): a step reaching for it is blocked here
@@ -206,21 +205,7 @@ LAST_OK["defect"] = LAST_OK["budget"] = LAST_OK["host"]
 def checkout(tmp_path):
     """A git checkout of its own: the harness's playbooks and roles as they are, the legacycalc
     demo's task, role and verifier copied so that a test can put a step in the role's way."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    for name in ("playbooks", "roles", "agents", "terraform", "ansible.cfg", "verifiers"):
-        (root / name).symlink_to(REPO / name)
-    (root / "tasks").mkdir()
-    shutil.copy(REPO / "tasks/schema.json", root / "tasks/schema.json")
-    shutil.copytree(REPO / "tasks" / TASK, root / "tasks" / TASK)
-    shutil.copytree(REPO / "reference_setups" / TASK, root / "reference_setups" / TASK)
-    task_file = root / "tasks" / TASK / "task.yaml"
-    task_file.write_text(task_file.read_text().split("\nvalidated:")[0] + "\nvalidated: null\n")
-    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "checkout"], check=True)
-    return root
+    return own_checkout(tmp_path, TASK)
 
 
 def _put_in_the_way(root, block):
