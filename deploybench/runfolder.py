@@ -213,6 +213,9 @@ class RunSpec:
     # machine until a step this one cannot take (attempt/prefix.py).
     until_blocked: bool | None = None
     agent_config: str | None = None
+    # The operator's bank folder the attempts draw their variants from (verify/bank.py); a
+    # resumed run draws from the same one, never from whatever $DEPLOYBENCH_BANK says then.
+    bank_dir: str | None = None
     created_at: str = ""
     # What produced the run (run/provenance.py): the harness's version and commit, and digests
     # of every task's inputs and agent's spec. None in runs of older harnesses.
@@ -220,7 +223,9 @@ class RunSpec:
     extra: dict[str, Any] = field(default_factory=dict)
 
     # What a resumed run keeps: given again on the command line, each must equal the run's.
-    RESUMED = ("backend", "tasks", "agents", "attempts", "agent_seconds", "image", "upload")
+    RESUMED = (
+        "backend", "tasks", "agents", "attempts", "agent_seconds", "image", "upload", "bank_dir",
+    )  # fmt: skip
 
     def write(self, run_dir: Path) -> None:
         """run.json, replaced whole (never seen half-written)."""

@@ -93,7 +93,7 @@ def test_resume_restores_the_runs_options(root_host, runs, state_home, tmp_path)
     args = ["--agent", "stuck", "--agent-config", str(config), "--tasks", TASK]
     proc = start_run(
         "run", *args, "--attempts", "2", "--agent-seconds", "3", "--image", "debian12",
-        "--run-id", "opts", quiet=True,
+        "--run-id", "opts", "--bank-dir", str(tmp_path / "banks"), quiet=True,
     )  # fmt: skip
     run_dir = runs / "opts"
     _wait_for(lambda: len(run_results(run_dir)) >= 1, "the first attempt")
@@ -105,7 +105,17 @@ def test_resume_restores_the_runs_options(root_host, runs, state_home, tmp_path)
     proc = run_cli("run", "--run-id", "opts", "--resume", "--attempts", "3", check=False)
     assert proc.returncode != 0 and "--attempts 3 differs from the run's 2" in proc.stderr
     assert "Traceback" not in proc.stderr
-    run_cli("run", "--run-id", "opts", "--resume", timeout=900)
+    # The bank folder too: the attempts of one run draw their variants from one folder.
+    other = tmp_path / "other-banks"
+    proc = run_cli("run", "--run-id", "opts", "--resume", "--bank-dir", other, check=False)
+    assert proc.returncode != 0 and "--bank-dir" in proc.stderr and "differs" in proc.stderr
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["bank_dir"] == str((tmp_path / "banks").resolve())
+    # Resumed without --bank-dir, with $DEPLOYBENCH_BANK naming another folder: the run's own.
+    run_cli(
+        "run", "--run-id", "opts", "--resume", env={"DEPLOYBENCH_BANK": str(other)}, timeout=900
+    )
+    assert json.loads((run_dir / "run.json").read_text())["bank_dir"] == meta["bank_dir"]
     rows = run_results(run_dir)
     assert sorted(r["attempt"] for r in rows) == [1, 2], rows
     for row in rows:

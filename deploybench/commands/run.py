@@ -148,8 +148,17 @@ def _resumed(request: RunRequest, run_dir: Path) -> runfolder.RunSpec:
             "upload": request.upload,
             "cpu_only": request.cpu_only or None,
             "parallel": request.parallel,
+            "bank_dir": _bank_folder(request.bank_dir),
         }
     )
+
+
+def _bank_folder(given: Path | None) -> str | None:
+    """--bank-dir as run.json keeps it (resolved); None when not given on the command line."""
+    from deploybench.verify import bank
+
+    folder = bank.root(given) if given else None
+    return str(folder) if folder else None
 
 
 def _new(request: RunRequest, run_id: str) -> runfolder.RunSpec:
@@ -179,6 +188,7 @@ def _new(request: RunRequest, run_id: str) -> runfolder.RunSpec:
         cpu_only=request.cpu_only or None,
         until_blocked=request.until_blocked or None,
         agent_config=str(request.agent_config) if request.agent_config else None,
+        bank_dir=_bank_folder(request.bank_dir or _env_bank()),
         created_at=now(),
         provenance=provenance.record(list(chosen), agents),
     )
@@ -225,7 +235,11 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
     if not request.resume and spec.provenance is not None:
         # What the machines start from, named as the backend can (a local image's package set).
         spec.provenance["image"] = chosen_backend.image_identity(spec.image)
-    banks = _banks(request, chosen_backend, chosen)
+    # A resumed run draws from its own bank folder (run.json), whatever the environment says now.
+    folder = (Path(spec.bank_dir) if spec.bank_dir else None) if request.resume else _env_bank()
+    banks = _banks(
+        request, folder if request.resume else request.bank_dir or folder, chosen_backend, chosen
+    )
     if not request.resume:
         from deploybench.run import costs
 
@@ -282,13 +296,21 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
     return run_dir, runner.run()
 
 
-def _banks(request: RunRequest, backend, chosen: dict[str, dict]) -> Path | None:
-    """The bank folder (--bank-dir, else $DEPLOYBENCH_BANK); for --bank N, checked before any
-    machine: a folder to write, a backend that runs the experiment again, tasks that declare
-    variants."""
+def _env_bank() -> Path | None:
     from deploybench.verify import bank
 
-    folder = bank.root(request.bank_dir)
+    return bank.root(None)
+
+
+def _banks(
+    request: RunRequest, given: Path | None, backend, chosen: dict[str, dict]
+) -> Path | None:
+    """The bank folder (given: --bank-dir, else $DEPLOYBENCH_BANK, else a resumed run's); for
+    --bank N, checked before any machine: a folder to write, a backend that runs the experiment
+    again, tasks that declare variants."""
+    from deploybench.verify import bank
+
+    folder = bank.root(given) if given else None
     if not request.bank:
         return folder
     if folder is None:
