@@ -287,17 +287,7 @@ def test_a_copy_that_is_not_its_blob_is_not_read(tinytrain_bank, tmp_path):
     verdict = verification.verdict_from_logs(logs, 1.0, verification.load_checks(TINYTRAIN))
     verdict["bank"] = "present"
     verdict["layer2"]["checks"] += bank.judge(bank.spec_of(TINYTRAIN), _variant(made, 3), logs)
-    from deploybench import catalog
-    from deploybench.catalog import sources
-    from deploybench.verify import repairs
-
-    task = catalog.load_task(TINYTRAIN)
-    repairs.judge(
-        verdict,
-        verification.load_checks(TINYTRAIN),
-        logs,
-        lambda b: sources.blob_text(task, b),
-    )
+    evidence.judge_repairs(verdict, TINYTRAIN, verification.load_checks(TINYTRAIN), logs)
     assert _failing(verdict) == {"pinned_train_py"}, verdict
     [change] = verdict["layer2"]["experiment_files"]["changed"]
     assert "the machine's copy of the file could not be read" in change["judged"]

@@ -89,14 +89,9 @@ def run_experiment(task_id, workdir, log_dir, seconds=300, inputs=None, variant=
             result["layer2"]["passed"] = result["passed"] = False
         result["bank"] = "present"
     # The controller's judgment of changed experiment files, as evidence.py makes it.
-    from deploybench import catalog
-    from deploybench.catalog import sources
-    from deploybench.verify import repairs
+    from deploybench.verify import evidence
 
-    task = catalog.load_task(task_id)
-    repairs.judge(
-        result, verification.load_checks(task_id), log_dir, lambda b: sources.blob_text(task, b)
-    )
+    evidence.judge_repairs(result, task_id, verification.load_checks(task_id), log_dir)
     return result
 
 

@@ -211,7 +211,7 @@ def judge(
     if variant and variant.get("declared"):
         _judge_variant(verdict, task_id, variant, logs, spec is not None)
     if spec is not None:
-        _judge_repairs(verdict, task_id, spec, logs)
+        judge_repairs(verdict, task_id, spec, logs)
     runfolder.write_verdict(attempt, verdict)
     runfolder.write_verify(
         attempt,
@@ -248,7 +248,7 @@ def _judge_variant(verdict: dict, task_id: str, variant: dict, logs: Path, judge
         verdict["layer2"]["passed"] = verdict["passed"] = False
 
 
-def _judge_repairs(verdict: dict, task_id: str, spec: list, logs: Path) -> None:
+def judge_repairs(verdict: dict, task_id: str, spec: list, logs: Path) -> None:
     """Changed experiment files no check accepts: a compatibility repair where the bank's
     results were reproduced and the diff is small (verify/repairs.py), else a failure."""
     from deploybench import catalog as catalog_mod
