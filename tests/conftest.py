@@ -39,6 +39,20 @@ def require(present: bool, what: str) -> None:
         pytest.fail(f"this test needs {what}", pytrace=False)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that ran attempts shows why each infrastructure error happened (the run
+    folder's infra_errors.jsonl): a CI log keeps only the report, never the test's folder."""
+    report = yield
+    tmp = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.failed and call.when == "call" and isinstance(tmp, Path) and tmp.is_dir():
+        logs = [*tmp.glob("runs/*/infra_errors.jsonl"), *tmp.glob("*/runs/*/infra_errors.jsonl")]
+        for log in sorted(logs)[:5]:
+            text = log.read_text(errors="replace")[-4000:]
+            report.sections.append((f"infra errors: {log.relative_to(tmp)}", text))
+    return report
+
+
 @pytest.fixture(scope="session")
 def root_host():
     """Local machines need root, mmdebstrap and unshare: say so plainly instead of skipping."""
