@@ -154,6 +154,59 @@ def test_saving_again_keeps_the_earlier_variants(tmp_path):
     assert len(data["variants"]) == 2 and len(data["made"]) == 2
 
 
+def test_a_bank_run_again_on_another_machine_widens_its_spread(tmp_path):
+    folder = tmp_path / "banks"
+    runs = [
+        {"inputs": {"seed": 1}, "log_dir": _logs(tmp_path, "a", 0.5), "seconds": 1},
+        {"inputs": {"seed": 2}, "log_dir": _logs(tmp_path, "b", 0.7), "seconds": 1},
+        {"inputs": {"seed": 1}, "log_dir": _logs(tmp_path, "c", 0.5001), "seconds": 1},
+    ]
+    bank.save(folder, TINYTRAIN, bank.record(SPEC, runs, {"task": "t"}))
+    assert bank.again(folder, TINYTRAIN, SPEC, 0) == [{"seed": 1}, {"seed": 2}]
+    assert bank.again(folder, TINYTRAIN, SPEC, 1) == [{"seed": 1}]
+    # The same variants on a second machine: seed 1 lands 0.03 away, further than the first
+    # machine's repeat (0.0001); the recorded results stay the first machine's.
+    second = [
+        {"inputs": {"seed": 1}, "log_dir": _logs(tmp_path, "d", 0.53), "seconds": 2},
+        {"inputs": {"seed": 2}, "log_dir": _logs(tmp_path, "e", 0.7), "seconds": 2},
+    ]
+    path = bank.save(folder, TINYTRAIN, bank.record(SPEC, second, {"task": "t", "again": True}))
+    data = json.loads(path.read_text())
+    assert data["spread"]["loss"] == pytest.approx(0.03) and len(data["made"]) == 2
+    first = data["variants"][0]
+    assert first["results"]["loss"] == 0.5 and first["machines"] == 2
+    assert first["seconds"] == [1, 1, 2] and len(data["variants"]) == 2
+    # A text result that another machine gives otherwise: an error, and the bank as it was.
+    before = path.read_text()
+    third = [{"inputs": {"seed": 2}, "log_dir": _logs(tmp_path, "f", 0.7, "b"), "seconds": 1}]
+    with pytest.raises(DeployBenchError, match="differs between two machines"):
+        bank.save(folder, TINYTRAIN, bank.record(SPEC, third, {"task": "t"}))
+    assert path.read_text() == before
+    # Nothing to run again without a bank, or with one made for another input space.
+    with pytest.raises(DeployBenchError, match="no bank to run again"):
+        bank.again(tmp_path / "none", TINYTRAIN, SPEC, 0)
+    with pytest.raises(DeployBenchError, match="stale"):
+        bank.again(folder, TINYTRAIN, {**SPEC, "inputs": {"seed": {"int": [1, 5]}}}, 0)
+
+
+def test_a_bank_that_a_constant_would_pass_says_so(tmp_path):
+    def made(losses, labels, spread=0.0):
+        return {
+            "spread": {"loss": spread},
+            "variants": [
+                {"results": {"loss": x, "label": y}} for x, y in zip(losses, labels, strict=True)
+            ],
+        }
+
+    # Far apart: a constant is off by more than the tolerance somewhere.
+    assert bank.weaknesses(SPEC, made([0.5, 0.9], ["a", "b"])) == []
+    # Within twice the tolerance (3 x spread 0.01 = 0.03): one constant, 0.51, passes both.
+    [weak] = bank.weaknesses(SPEC, made([0.5, 0.52], ["a", "b"], spread=0.01))
+    assert weak.startswith("loss:") and "a constant passes" in weak
+    [weak] = bank.weaknesses(SPEC, made([0.5, 0.9], ["a", "a"]))
+    assert weak.startswith("label:")
+
+
 def test_the_verdict_says_bank_none_and_verify_json_shows_the_variant(tmp_path):
     attempt = tmp_path / "attempt"
     logs = attempt / runfolder.VERIFIER_DIR
@@ -373,7 +426,25 @@ def test_validate_references_makes_a_bank_and_the_reference_passes_against_it(
     checks = {c["name"]: c for c in runfolder.read_verdict(
         runs / "banked" / TINYTRAIN / "reference" / "1")["layer2"]["checks"]}  # fmt: skip
     assert checks["variant_loss"]["passed"] and checks["variant_accuracy"]["passed"]
+    # The bank's variants run again on another fresh machine: the same figures (numpy on one
+    # host), so the spread stays 0 and every variant has been run on two machines.
+    out = run_cli(
+        "validate-references", "--tasks", TINYTRAIN, "--bank-again", "--bank-dir", banks,
+        env={"DEPLOYBENCH_REPO": str(checkout)}, cwd=checkout, timeout=1200,
+    ).stdout  # fmt: skip
+    assert f"{TINYTRAIN}: bank written: {banks / (TINYTRAIN + '.json')}" in out, out
+    again = json.loads((banks / f"{TINYTRAIN}.json").read_text())
+    assert [v["machines"] for v in again["variants"]] == [2, 2, 2], again["variants"]
+    assert again["spread"] == {"loss": 0.0, "accuracy": 0.0} and again["made"][1]["again"]
+    assert [v["results"] for v in again["variants"]] == [v["results"] for v in made["variants"]]
     shutil.rmtree(banks)
+    # Nothing to run again: said before any machine starts.
+    refused = run_cli(
+        "validate-references", "--tasks", TINYTRAIN, "--bank-again", "--bank-dir", banks,
+        env={"DEPLOYBENCH_REPO": str(checkout)}, cwd=checkout, check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0 and "no bank to run again (none)" in refused.stderr, refused
+    assert not banks.exists() or not list(banks.iterdir())
 
 
 def test_a_bank_of_a_small_input_space_covers_all_of_it():

@@ -95,6 +95,7 @@ class RunRequest:
     selection: Selection | None = None
     bank_dir: Path | None = None
     bank: int = 0
+    bank_again: bool = False
     max_tokens: int | None = None
     max_cost_usd: float | None = None
     prices: Path | None = None
@@ -151,6 +152,10 @@ def _resumed(request: RunRequest, run_dir: Path) -> runfolder.RunSpec:
             "bank_dir": _bank_folder(request.bank_dir),
         }
     )
+
+
+# The most variants one bank run makes (and --bank-again runs: all of a bank, up to this).
+MAX_BANK = 500
 
 
 def _bank_folder(given: Path | None) -> str | None:
@@ -286,7 +291,8 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
             until_blocked=bool(spec.until_blocked),
             step_seconds=request.step_seconds,
             bank_dir=banks,
-            bank_size=request.bank,
+            bank_size=request.bank or (MAX_BANK if request.bank_again else 0),
+            bank_again=request.bank_again,
             prices=prices,
             keep_failed=request.keep_failed,
             keep_hours=request.keep_hours,
@@ -311,7 +317,7 @@ def _banks(
     from deploybench.verify import bank
 
     folder = bank.root(given) if given else None
-    if not request.bank:
+    if not request.bank and not request.bank_again:
         return folder
     if folder is None:
         raise DeployBenchError(
@@ -325,6 +331,9 @@ def _banks(
         raise DeployBenchError(
             f"--bank: no variants declared in the checks.yaml of {', '.join(without)}"
         )
+    if request.bank_again:
+        for task_id in chosen:
+            bank.again(folder, task_id, bank.spec_of(task_id), request.bank)
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -608,10 +617,13 @@ def record_prefix(path: Path, entry: dict) -> None:
 
 
 def _bank_lines(run_dir: Path, rows: list[dict]) -> None:
+    from deploybench.verify.bank import WEAK
+
     for row in rows:
         note = runfolder.attempt_of(run_dir, row) / runfolder.VARIANTS_DIR / "bank.txt"
-        last = note.read_text().strip().splitlines()[-1] if note.is_file() else "no bank made"
-        click.echo(f"{row['task_id']}: {last}")
+        lines = note.read_text().strip().splitlines() if note.is_file() else ["no bank made"]
+        for line in [x for x in lines[:-1] if x.startswith(WEAK)] + lines[-1:]:
+            click.echo(f"{row['task_id']}: {line}")
 
 
 # How a role may stop in --until-blocked without failing the command: at a step this machine
@@ -709,11 +721,19 @@ def _record_prefixes(run_dir: Path, rows: list[dict], image: str) -> dict[str, s
 )
 @click.option(
     "--bank",
-    type=click.IntRange(0, 500),
+    type=click.IntRange(0, MAX_BANK),
     default=0,
     help="After a reference passes, run its verifier's experiment again on N drawn variants "
     "(and a few twice, for the spread) on its final machine, and record their results as the "
     "task's bank in --bank-dir (local backend).",
+)
+@click.option(
+    "--bank-again",
+    is_flag=True,
+    help="Instead of drawing new variants, run the ones already in each task's bank (the "
+    "first N with --bank N, else all) on this reference's fresh machine: how far its results "
+    "lie from the recorded ones widens the bank's spread (one machine's repeats understate "
+    "the spread across machines), and a text result that differs leaves the bank as it was.",
 )
 @click.option(
     "--until-blocked",
@@ -747,6 +767,7 @@ def validate_references(
     cpu_only: bool,
     bank_dir: Path | None,
     bank: int,
+    bank_again: bool,
     until_blocked: bool,
     step_minutes: float | None,
     minutes: float | None,
@@ -757,7 +778,7 @@ def validate_references(
     With --until-blocked, how far each role got on this machine is recorded instead."""
     if step_minutes is not None and not until_blocked:
         raise DeployBenchError("--step-minutes is a limit of --until-blocked: add it")
-    if until_blocked and bank:
+    if until_blocked and (bank or bank_again):
         raise DeployBenchError("--bank needs a passing reference, not a prefix: leave one out")
     if selection.tasks or selection.demo or selection.filtered:
         chosen = selection
@@ -785,10 +806,11 @@ def validate_references(
             cpu_only=cpu_only,
             bank_dir=bank_dir,
             bank=bank,
+            bank_again=bank_again,
         )
     )
     Console(width=160).print(results_table(rows))
-    if bank:
+    if bank or bank_again:
         _bank_lines(run_dir, rows)
     stopped = (
         _record_prefixes(run_dir, rows, image or get_backend(backend).default_image)

@@ -75,6 +75,8 @@ class RunOptions:
     # and, with bank_size, where validate-references --bank records a passing reference's runs.
     bank_dir: Path | None = None
     bank_size: int = 0
+    # validate-references --bank-again: the bank's own variants run on a new machine.
+    bank_again: bool = False
     # The run's model gateway (run/gateway.py) in front of the command agents' providers: on
     # unless a test or a user turns it off (--no-gateway), then keys go to the machine as before.
     gateway: bool = True
@@ -400,10 +402,13 @@ class Runner:
             note.write_text("the task's checks.yaml declares no variants: no bank made\n")
             return
         hand = runfolder.read_handover(folder) or {}
-        draws = bank.plan(spec, self.o.bank_size, random.SystemRandom())
+        if self.o.bank_again:
+            draws = bank.again(self.o.bank_dir, attempt.task_id, spec, self.o.bank_size)
+        else:
+            draws = bank.plan(spec, self.o.bank_size, random.SystemRandom())
         runs, lines = [], []
         distinct = len({json.dumps(d, sort_keys=True) for d in draws})
-        if distinct < self.o.bank_size:
+        if distinct < self.o.bank_size and not self.o.bank_again:
             lines.append(f"{self.o.bank_size} asked; the input space holds {distinct}: all of them")
         for i, inputs in enumerate(draws, 1):
             logs = folder / runfolder.VARIANTS_DIR / f"{i:02d}"
@@ -430,8 +435,16 @@ class Runner:
             "variants": self.o.bank_size,
             "experiment_seconds": round(sum(r["seconds"] for r in runs), 1),
         }
-        path = bank.save(self.o.bank_dir, attempt.task_id, bank.record(spec, runs, made))
-        note.write_text("\n".join(lines) + f"\nbank written: {path}\n")
+        if self.o.bank_again:
+            made["again"] = True
+        try:
+            path = bank.save(self.o.bank_dir, attempt.task_id, bank.record(spec, runs, made))
+        except DeployBenchError as exc:
+            note.write_text("\n".join(lines) + f"\nno bank written: {exc}\n")
+            return
+        saved, _ = bank.load(self.o.bank_dir, attempt.task_id, spec)
+        weak = [f"{bank.WEAK} {w}" for w in bank.weaknesses(spec, saved or {"variants": []})]
+        note.write_text("\n".join(lines + weak) + f"\nbank written: {path}\n")
 
     def _result_line(self, attempt: Attempt, agent: AgentSpec, folder: Path, started_at: str):
         outcome = sidedoor.outcome(folder, agent.max_steps)

@@ -32,6 +32,8 @@ BANK_ENV = "DEPLOYBENCH_BANK"
 SCHEMA = 1
 DEFAULT_REPEATS = 2
 SPREAD_FACTOR = 3.0
+# How bank.txt marks a result that a constant would pass (weaknesses).
+WEAK = "weak:"
 _WORD = re.compile(r"^[A-Za-z0-9_.:+-]{1,64}$")
 
 
@@ -258,9 +260,78 @@ def plan(spec: dict[str, Any], n: int, rng: random.Random) -> list[dict[str, Any
     return draws + draws[:repeats]
 
 
+def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """An earlier bank of the same input space with a new one. A variant in both was run again
+    on another machine (validate-references --bank-again): the earlier results stay, and their
+    distance from the new ones widens the spread, since repeats on one machine understate how
+    far two machines' runs differ (a bank of lightgcn_sigir20 was rejected for that). A text
+    result that differs between machines is no answer: nothing is written."""
+    spread = {k: max(v, old.get("spread", {}).get(k, 0.0)) for k, v in new["spread"].items()}
+    earlier = {v["id"]: v for v in old["variants"]}
+    added = []
+    for variant in new["variants"]:
+        before = earlier.get(variant["id"])
+        if before is None:
+            added.append(variant)
+            continue
+        for name, value in variant["results"].items():
+            was = before["results"].get(name)
+            if name in spread:
+                spread[name] = max(spread[name], abs(float(value) - float(was)))
+            elif value != was:
+                raise DeployBenchError(
+                    f"{name} of variant {variant['id']} differs between two machines' real "
+                    "runs: a text result must be reproducible (the bank is left as it was)"
+                )
+        before["seconds"] = before.get("seconds", []) + variant["seconds"]
+        before["machines"] = before.get("machines", 1) + 1
+    return {
+        **new,
+        "variants": old["variants"] + added,
+        "made": old.get("made", []) + new["made"],
+        "spread": spread,
+    }
+
+
+def again(folder: Path | None, task_id: str, spec: dict[str, Any], n: int) -> list[dict]:
+    """The inputs of the bank's variants to run once more on a fresh machine (the first n,
+    every one when n is 0): their results there give the spread across machines."""
+    made, state = load(folder, task_id, spec)
+    if made is None:
+        raise DeployBenchError(
+            f"{task_id}: no bank to run again ({state}): make one first with --bank N"
+        )
+    variants = made["variants"][:n] if n else made["variants"]
+    return [dict(v["inputs"]) for v in variants]
+
+
+def weaknesses(spec: dict[str, Any], made: dict[str, Any]) -> list[str]:
+    """Where one constant answer would pass every variant of the bank: a numeric result whose
+    values across the variants lie within twice its tolerance, or a text result that is the
+    same for all. Such a result tells a real run from a fake by nothing; the operator reads it
+    in bank.txt before trusting the bank."""
+    out = []
+    variants = made["variants"]
+    for result in spec["results"]:
+        name = result["name"]
+        values = [v["results"].get(name) for v in variants]
+        if result.get("text"):
+            if len(variants) > 1 and len(set(values)) == 1:
+                out.append(f"{name}: every variant gives the same text, so a constant passes")
+            continue
+        numbers = [float(x) for x in values]
+        widest = max(tolerance(result, x, made["spread"].get(name, 0.0)) for x in numbers)
+        if len(numbers) > 1 and max(numbers) - min(numbers) <= 2 * widest:
+            out.append(
+                f"{name}: the variants' values span {max(numbers) - min(numbers):.4g}, within "
+                f"twice the tolerance ({widest:.4g}): a constant passes every variant"
+            )
+    return out
+
+
 def save(folder: Path, task_id: str, bank: dict[str, Any]) -> Path:
     """Write the bank atomically; a bank made before for the same input space is merged (its
-    variants kept, the spread the larger)."""
+    variants kept, the spread the larger, _merged)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = bank_file(folder, task_id)
@@ -270,11 +341,7 @@ def save(folder: Path, task_id: str, bank: dict[str, Any]) -> Path:
         except ValueError:
             old = None
         if isinstance(old, dict) and old.get("spec") == bank["spec"]:
-            ids = {v["id"] for v in bank["variants"]}
-            bank["variants"] = [v for v in old["variants"] if v["id"] not in ids] + bank["variants"]
-            bank["made"] = old.get("made", []) + bank["made"]
-            for name, value in old.get("spread", {}).items():
-                bank["spread"][name] = max(bank["spread"].get(name, 0.0), value)
+            bank = _merged(old, bank)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.")
     with os.fdopen(fd, "w") as f:
         json.dump(bank, f, indent=1, sort_keys=True)
