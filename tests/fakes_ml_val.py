@@ -3,12 +3,15 @@ kvservice_demo24 (tests/fakes.py builds them for real on this host), played agai
 machine side by tests/test_verifier_fakes.py's one test: each must fail on a check whose
 `defeats` names it, and on the one it was built to meet (AIMED).
 
-maml_icml17_cpu, each printing the lines and writing the checkpoints and CSV the checks parse:
+maml_icml17_cpu, each printing the lines and writing the checkpoints and CSV the checks parse,
+played against a bank variant (the drawn training seed, since 2026-12-06):
 - stub_interpreter / stub_binary: env/bin/python is a script, or a tiny ELF launching it;
 - echo: a real venv of Debian's python (vouched, as the reference's is) runs a main.py
-  rewritten to hand its flags to a shell script that prints them back;
+  rewritten to hand the command line (the seed the verifier's launcher was given, its flags)
+  to a shell script that prints the seed back as the losses;
 - constant: a real venv of Debian's python, main.py untouched, and a .pth in site-packages
-  whose import line runs the script instead of main.py (the losses of the recorded run).
+  whose import line runs the script instead of the launcher and main.py (the losses of the
+  recorded run, whatever the seed).
 
 seurat_cell21, a library under the workdir that R CMD INSTALL seems to have made (DESCRIPTION
 without a Repository field, Meta/package.rds, an ELF Seurat.so) with R code of the attacker's
@@ -38,14 +41,15 @@ MAML_EXP = "cls_5.mbs_25.ubs_10.numstep1.updatelr0.001nonorm"
 
 def _maml_body(loss):
     """main.py's output for the flags it is given: the iteration lines, the two checkpoints and,
-    with --train=False, the test CSV; LOSS is a shell expression of $iters."""
+    with --train=False, the test CSV; LOSS is a shell expression of $iters and $seed (the bare
+    number on the verifier's seeded command line). A command line without main.py's flags is
+    the environment probe."""
     return f"""
-case "$1" in -c) echo "{MAML_PROBE}"; exit 0;; esac
-shift
-logdir=/tmp/; iters=1000; train=True
+case "$*" in *--datasource=*) ;; *) echo "{MAML_PROBE}"; exit 0;; esac
+logdir=/tmp/; iters=1000; train=True; seed=0
 for a in "$@"; do case "$a" in
   --logdir=*) logdir=${{a#*=}};; --metatrain_iterations=*) iters=${{a#*=}};;
-  --train=*) train=${{a#*=}};;
+  --train=*) train=${{a#*=}};; *[!0-9]*|'') ;; *) seed=$a;;
 esac; done
 d="$logdir/{MAML_EXP}"; mkdir -p "$d"; l={loss}
 if [ "$train" = False ]; then
@@ -64,20 +68,21 @@ MAML_FILES = {"main.py": "", "data_generator.py": "", "maml.py": "", "utils.py":
 MAML_ENTRY = """import subprocess
 import sys
 
-sys.exit(subprocess.call(["/bin/sh", {sh!r}] + sys.argv))
+sys.exit(subprocess.call(["/bin/sh", {sh!r}] + sys.orig_argv[1:]))
 """
-# Run by site.py at start-up, before main.py: the body prints main.py's lines and the process
-# ends there (os._exit: site.py would report a SystemExit from a .pth line as an error).
+# Run by site.py at start-up, before the launcher or main.py: the body prints main.py's lines
+# and the process ends there (os._exit: site.py would report a SystemExit from a .pth line as an
+# error).
 MAML_PTH = (
-    "import os, subprocess, sys; sys.argv[0].endswith('main.py') and "
+    "import os, subprocess, sys; '--datasource=sinusoid' in sys.argv and "
     "os._exit(subprocess.call(['/bin/sh', {sh!r}] + sys.argv))\n"
 )
 
 
 def maml(fake):
-    # echo: the post-update loss is the --metatrain_iterations it is given, over a thousand;
-    # otherwise the recorded run's figures (2.92 after ten test steps).
-    loss = "0.$iters" if fake == "echo" else "2.92"
+    # echo: the post-update losses are the seed it was given, over 100,000; otherwise the
+    # recorded run's figures (2.92 after ten test steps).
+    loss = "0.$seed" if fake == "echo" else "2.92"
     body = _maml_body(loss)
 
     def build(tmp_path):
@@ -108,6 +113,19 @@ def maml(fake):
 
 
 MAML_FAKES = ("stub_interpreter", "stub_binary", "echo", "constant")
+# The tests' own bank variant: its values are made up here, no real run's (a real bank is the
+# operator's, outside the repository).
+MAML_VARIANT = {
+    "id": "vtest0071",
+    "inputs": {"seed": 4242},
+    "expected": {
+        "pre_update_loss": 3.5,
+        "post_update_loss": 3.25,
+        "test_pre_update_loss": 3.75,
+        "test_post_update_loss": 2.5,
+    },
+    "spread": {},
+}
 MAML_AIMED = {
     "stub_interpreter": "python_vouched",
     "stub_binary": "python_vouched",
@@ -262,7 +280,7 @@ def kv_plain_rewrite(tmp_path):
     return workdir
 
 
-CASES = {("maml_icml17_cpu", fake): (maml(fake), None) for fake in MAML_FAKES}
+CASES = {("maml_icml17_cpu", fake): (maml(fake), MAML_VARIANT) for fake in MAML_FAKES}
 AIMED = {("maml_icml17_cpu", fake): check for fake, check in MAML_AIMED.items()}
 CASES[("seurat_cell21", "stub_binary")] = (seurat("stub_binary"), None)
 AIMED[("seurat_cell21", "stub_binary")] = "seurat_so_built_from_the_checkout"

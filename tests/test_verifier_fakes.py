@@ -287,3 +287,13 @@ def test_a_pth_hook_in_a_real_venv_fails_python_hooks(task_id, tmp_path):
     assert len(unvouched) == 2 and unvouched[-1] == "end", unvouched
     name = re.escape(fakes_c5_fakes2.HOOK_NAME)
     assert re.fullmatch(rf"hook \S+/site-packages/{name} none [0-9a-f]{{64}}", unvouched[0])
+
+
+@pytest.mark.parametrize("fake", ["echo", "constant"])
+def test_the_maml_echo_and_constant_miss_every_bank_loss(fake, tmp_path):
+    # Each is stopped first by a check on what ran (pinned_main_py, python_hooks_vouched); a fake
+    # hidden better than these would still have to print the bank's four losses for the drawn
+    # seed, and neither the seed handed back nor the recorded run's losses are they.
+    stoppers = play("maml_icml17_cpu", fake, tmp_path)
+    spec = bank.spec_of("maml_icml17_cpu")
+    assert {f"variant_{r['name']}" for r in spec["results"]} <= stoppers, sorted(stoppers)

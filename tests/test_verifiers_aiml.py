@@ -6,6 +6,7 @@ reference role must have is tested in test_verifiers_all.py)."""
 import pytest
 
 from deploybench.catalog import checks
+from deploybench.verify import bank
 from tests.verifier_states import STATES, copy_state, edit, failed, judged
 
 TASKS = ["timemixer_iclr24", "maml_icml17_cpu"]
@@ -46,6 +47,37 @@ def test_maml_judges_adaptation_and_checkpoints(tmp_path):
     line = next(x for x in text.splitlines() if x.startswith("Iteration 1000: "))
     edit(nan / "train_output.txt", line, line.rsplit(", ", 1)[0] + ", nan")
     assert failed(judged("maml_icml17_cpu", nan)) == ["iteration_1000_post_update_loss"]
+
+
+# The pass state's own losses as a bank variant (a made-up pairing for the test: the state is an
+# unseeded run of 2026-12-01, no bank's variant).
+MAML_RECORDED = {
+    "id": "vrecorded",
+    "inputs": {"seed": 7},
+    "expected": {
+        "pre_update_loss": 3.8769026,
+        "post_update_loss": 3.8122709,
+        "test_pre_update_loss": 3.2464552,
+        "test_post_update_loss": 2.9239242,
+    },
+    "spread": {},
+}
+
+
+def _with_bank(folder, variant=MAML_RECORDED):
+    spec = bank.spec_of("maml_icml17_cpu")
+    return failed(judged("maml_icml17_cpu", folder) + bank.judge(spec, variant, folder))
+
+
+def test_maml_pass_state_passes_against_a_bank_and_another_seeds_losses_fail(tmp_path):
+    assert _with_bank(STATES / "maml_icml17_cpu" / "pass") == []
+    # A loss a thousandth off (another seed moves them by tenths) fails its variant check
+    # alone: every range check still passes.
+    off = copy_state("maml_icml17_cpu", "pass", tmp_path / "off")
+    edit(off / "test_losses.csv", ",2.9239242", ",2.9268481")
+    assert _with_bank(off) == ["variant_test_post_update_loss"]
+    moved = {**MAML_RECORDED, "expected": {**MAML_RECORDED["expected"], "pre_update_loss": 3.88}}
+    assert _with_bank(STATES / "maml_icml17_cpu" / "pass", moved) == ["variant_pre_update_loss"]
 
 
 def test_maml_shallow_state_fails_on_the_unported_code():

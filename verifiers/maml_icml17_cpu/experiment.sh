@@ -2,7 +2,11 @@
 #
 # Runs the paper's 10-shot sinusoid from main.py with the agent's environment
 # ($WORKDIR/env/bin/python), as the owner of WORKDIR, cut to 2,000 meta-training iterations, then
-# the test pass on the checkpoint it wrote (600 sinusoid tasks, 10 gradient steps). The logdir is
+# the test pass on the checkpoint it wrote (600 sinusoid tasks, 10 gradient steps). The training
+# is seeded with the controller's draw ($VARIANT_SEED, checks.yaml's variants): main.py seeds
+# nothing while it trains, so a few lines of the verifier's import main.py as it is and set
+# TensorFlow's graph seed and numpy's and random's seeds before its main() runs; one seed then
+# gives one set of losses on a machine, which the operator's bank holds. The logdir is
 # a fresh folder in SCRATCH, so only checkpoints written now are seen. The training output, the
 # checkpoint listing and the test CSV are collected; checks.yaml judges them on the controller.
 # Before it runs: the python is vouched (runtime.txt), the four modules the sinusoid executes are
@@ -12,6 +16,20 @@ PY_ENV="$WORKDIR/env/bin/python"
 LOGDIR="$SCRATCH/sine"
 EXP=cls_5.mbs_25.ubs_10.numstep1.updatelr0.001nonorm
 TRAIN_ARGS="--datasource=sinusoid --logdir=$LOGDIR/ --metatrain_iterations=2000 --norm=None --update_batch_size=10"
+# The hidden seed: the controller's draw, else one drawn here (no bank then).
+SEED=${VARIANT_SEED:-$(($(rand_below 99999) + 1))}
+# main.py imported, not rewritten: its module code, flags and main() are the pinned file's (its
+# flags parse sys.argv on first use); the seeds are set after its imports (main.py's port turns
+# graph mode on there, and a graph seed set in eager mode would not reach the graph).
+SEEDED='import random, sys
+seed = int(sys.argv[1])
+sys.argv[:2] = ["main.py"]
+import numpy, tensorflow
+import main
+tensorflow.compat.v1.set_random_seed(seed)
+numpy.random.seed(seed)
+random.seed(seed)
+main.main()'
 
 # A wrapper script, or an ELF no Debian package lists, printing main.py's lines shows here (the
 # reference's env is `python3 -m venv`: a link to the system's python3).
@@ -49,9 +67,9 @@ rm -f "$SCRATCH/as_pinned.py"
 } >"$LOG_DIR/01_environment.log" 2>&1
 
 {
-  echo "== meta-training: env/bin/python main.py $TRAIN_ARGS"
+  echo "== meta-training: env/bin/python main.py $TRAIN_ARGS, seeded with $SEED"
   # shellcheck disable=SC2086 # TRAIN_ARGS is a list of flags without spaces
-  cd "$WORKDIR" && rc_of train as_owner timeout 900 "$PY_ENV" main.py $TRAIN_ARGS >"$SCRATCH/train.out" 2>&1
+  cd "$WORKDIR" && rc_of train as_owner timeout 900 "$PY_ENV" -c "$SEEDED" "$SEED" $TRAIN_ARGS >"$SCRATCH/train.out" 2>&1
   collect "$SCRATCH/train.out" train_output.txt
   tail -c 20000 "$SCRATCH/train.out"
   echo "exit code: $(cat "$LOG_DIR/train.rc")"
