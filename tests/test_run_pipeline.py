@@ -205,11 +205,20 @@ def test_killed_then_resumed_with_retry_infra_reruns_only_the_infra_rows(
     assert "0 attempt(s) to run again" in again and len(run_results(run_dir)) == 4, again
 
 
-def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(root_host, runs, state_home):
+def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(
+    root_host, runs, state_home, tmp_path
+):
+    # A third agent that waits in its agent stage: the controller is killed while one of its
+    # attempts is there. Killed in a nop attempt (3 s from machine to destroy), a loaded host
+    # let the attempt end first (a full run of 2026-12-06).
+    config = tmp_path / "agents.yaml"
+    config.write_text(json.dumps({"waiter": {"command": "sleep 30"}}))
     args = [
         "run",
         "--agent",
-        "nop,overclaim",
+        "nop,overclaim,waiter",
+        "--agent-config",
+        config,
         "--tasks",
         TASK,
         "--attempts",
@@ -235,24 +244,24 @@ def test_ctrl_c_leaves_no_machine_and_resume_runs_each_attempt_once(root_host, r
     assert proc.returncode != 0
     assert not machine_processes(state_home), "Ctrl-C left a machine behind"
     before = len(run_results(run_dir))
-    assert before < 4
+    assert before < 6
 
     # Then the controller is killed outright mid-attempt: no clean-up can run.
-    proc = start_run(*args, "--resume")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not machine_processes(state_home):
+    proc = start_run("run", "--run-id", "resumable", "--resume")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not any(
+        r["agent"] == "waiter" and r["stage"] == "agent" for r in live.running(run_dir)
+    ):
         time.sleep(0.2)
-    assert machine_processes(state_home), "the resumed run started no machine"
-    # Soon: a nop attempt lasts about 3 s from its machine's start to its destroy.
-    time.sleep(0.5)
+    assert machine_processes(state_home), "the resumed run started no waiter's machine"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     assert machine_processes(state_home), "the machine should outlive a killed controller"
 
-    run_cli(*args, "--resume")
+    run_cli("run", "--run-id", "resumable", "--resume")
     rows = run_results(run_dir)
     keys = [(r["task_id"], r["agent"], r["attempt"]) for r in rows]
-    assert len(keys) == 4 and len(set(keys)) == 4
+    assert len(keys) == 6 and len(set(keys)) == 6
     assert all(r["status"] == "completed" for r in rows)
     assert not machine_processes(state_home), "the killed run's machine was not destroyed"
     assert not [p for p in host_processes() if str(run_dir) in p], "a killed run's playbook runs"
