@@ -11,7 +11,13 @@ import yaml
 
 from deploybench import runfolder, trajectories
 from tests.conftest import REPO, run_cli
-from tests.scripted_llm import ScriptedLLM, legacycalc_solution, never_finishes, print_first_calls
+from tests.scripted_llm import (
+    Reply,
+    ScriptedLLM,
+    legacycalc_solution,
+    never_finishes,
+    print_first_calls,
+)
 from tests.test_cli_agents import beyond_the_prefix, looker
 
 pytestmark = [pytest.mark.slow, pytest.mark.privileged]
@@ -249,3 +255,44 @@ def test_two_models_are_two_agents_and_two_columns(root_host, runs, state_home, 
     run_cli("report", run_dir, "--out", tmp_path / "report")
     page = (tmp_path / "report" / "report.md").read_text()
     assert "mini-swe-agent / m1" in page and "mini-swe-agent / m2" in page, page[:3000]
+
+
+ASK_ONCE = (
+    "python3 - <<'PY'\n"
+    "import json, os, urllib.request as u\n"
+    "body = json.dumps(dict(model='scripted', messages=[dict(role='user', content='hi')]))\n"
+    "r = u.Request('{llm_base_url}/chat/completions', data=body.encode(), headers=dict(\n"
+    "    Authorization='Bearer ' + os.environ['OPENAI_API_KEY']))\n"
+    "r.add_header('Content-Type', 'application/json')\n"
+    "print('model answered', u.urlopen(r).status)\n"
+    "PY\n"
+    "exit 3"
+)
+
+
+def test_a_scaffold_that_ends_before_its_first_model_call_is_never_scored(
+    root_host, runs, state_home, tmp_path
+):
+    # A scaffold that dies at its start (OpenHands' action server missing its 120 s on a loaded
+    # host, seen in a full run) was scored as the model's FAIL. With no model call through the
+    # gateway the attempt is the infrastructure's, tried again; one that asked the model once
+    # and then failed is scored as before.
+    with ScriptedLLM([Reply("fine", command="true")]) as llm:
+        crash = {"base_url": llm.base_url, "install": "", "command": "echo starting; exit 3"}
+        asks = {**crash, "command": ASK_ONCE}
+        config = agent_config(tmp_path, {"crasher": crash, "asker": asks})
+        run_cli(
+            "run", "--agent", "crasher,asker", "--agent-config", config, "--tasks", TASK,
+            "--run-id", "crash", "--infra-retries", "1", env={"OPENAI_API_KEY": DUMMY_KEY},
+        )  # fmt: skip
+    run_dir = runs / "crash"
+    rows = {r["agent"]: r for r in map(json.loads, (run_dir / "results.jsonl").open())}
+    assert rows["crasher"]["status"] == "infra_error", rows["crasher"]
+    assert rows["asker"]["status"] == "completed" and rows["asker"]["passed"] is False, rows
+    assert rows["asker"]["tokens_in"] > 0, rows["asker"]
+    infra = [json.loads(x) for x in (run_dir / "infra_errors.jsonl").read_text().splitlines()]
+    assert [i["agent"] for i in infra] == ["crasher", "crasher"], infra
+    assert infra[0]["reason"] == (
+        "scaffold_error: crasher exited 3 before its first model call (its agent.log says why)"
+    )
+    assert "starting" in (run_dir / TASK / "crasher" / "1.infra-1" / "agent.log").read_text()

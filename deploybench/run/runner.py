@@ -285,6 +285,11 @@ class Runner:
         if calls and calls.get("provider_error"):
             # The provider failed the agent, not the model: never scored, tried again.
             raise InfraError(f"provider_error: {calls['provider_error']}")
+        if calls is not None and not calls.get("calls") and self._through_gateway(agent):
+            # The scaffold ended before the model was ever asked (it crashed at start, or its
+            # runtime never came up: OpenHands waits 120 s for its action server, which a loaded
+            # machine can miss): nothing of the model's was done, so there is nothing to score.
+            raise InfraError(f"scaffold_error: {self._scaffold_end(agent, folder)}")
         if not runfolder.has_verdict(folder) or not (result.ok or judged):
             raise InfraError(stage_failures.reason(result, events))
         agent.behaviour.write_trajectory(agent, folder, events, attempt.task_id)
@@ -315,6 +320,15 @@ class Runner:
             folder.mkdir(parents=True, exist_ok=True)
             sidedoor.note_scaffold(folder, entry, "layer", layer, started, agent.system_packages)
         return layer
+
+    @staticmethod
+    def _scaffold_end(agent: AgentSpec, folder: Path) -> str:
+        try:
+            stop = runfolder.read_stop(folder)
+            how = "timed out" if stop.timed_out else f"exited {stop.agent_rc}"
+        except DeployBenchError:
+            how = "ended"
+        return f"{agent.name} {how} before its first model call (its agent.log says why)"
 
     def _keeps(self, attempt: Attempt, folder: Path) -> bool:
         """Whether this attempt's machine is kept: failed by the judgment the run scores (under
