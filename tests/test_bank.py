@@ -436,6 +436,7 @@ def test_validate_references_makes_a_bank_and_the_reference_passes_against_it(
     again = json.loads((banks / f"{TINYTRAIN}.json").read_text())
     assert [v["machines"] for v in again["variants"]] == [2, 2, 2], again["variants"]
     assert again["spread"] == {"loss": 0.0, "accuracy": 0.0} and again["made"][1]["again"]
+    assert [m["variants"] for m in again["made"]] == [3, 3]  # what ran, not a limit
     assert [v["results"] for v in again["variants"]] == [v["results"] for v in made["variants"]]
     shutil.rmtree(banks)
     # Nothing to run again: said before any machine starts.

@@ -446,18 +446,17 @@ class Runner:
             "backend": self.o.backend.name,
             "image": self.o.image or self.o.backend.default_image,
             "cpu_only": self.o.cpu_only,
-            "variants": self.o.bank_size,
+            "variants": distinct,
             "experiment_seconds": round(sum(r["seconds"] for r in runs), 1),
         }
         if self.o.bank_again:
             made["again"] = True
-        try:
-            path = bank.save(self.o.bank_dir, attempt.task_id, bank.record(spec, runs, made))
-        except DeployBenchError as exc:
-            note.write_text("\n".join(lines) + f"\nno bank written: {exc}\n")
-            return
+        # The runs first: a bank that cannot be saved (a text result another machine gives
+        # otherwise) is said below them by the caller's handler.
+        note.write_text("\n".join(lines) + "\n")
+        path = bank.save(self.o.bank_dir, attempt.task_id, bank.record(spec, runs, made))
         saved, _ = bank.load(self.o.bank_dir, attempt.task_id, spec)
-        weak = [f"{bank.WEAK} {w}" for w in bank.weaknesses(spec, saved or {"variants": []})]
+        weak = [f"{bank.WEAK} {w}" for w in bank.weaknesses(spec, saved)]
         note.write_text("\n".join(lines + weak) + f"\nbank written: {path}\n")
 
     def _result_line(self, attempt: Attempt, agent: AgentSpec, folder: Path, started_at: str):
