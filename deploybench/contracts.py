@@ -203,7 +203,8 @@ VERDICT = {
         "seconds": {"type": "number"},
         # The verifier's variant (deploybench/verify/bank.py): `present` when its results were
         # compared with a bank's real runs, `none` or `stale` when they were compared with
-        # nothing. Optional: older verdicts, and tasks whose verifier draws no variants, lack it.
+        # nothing (`none` also where the verifier declares no variants). Optional: older
+        # verdicts lack it.
         "bank": {"enum": ["present", "none", "stale"]},
         "variant": {"type": ["string", "null"]},
     },

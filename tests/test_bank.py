@@ -218,6 +218,20 @@ def test_the_verdict_says_bank_none_and_verify_json_shows_the_variant(tmp_path):
     assert runfolder.read_verify(attempt).variant == {"bank": "none", "inputs": {"epochs": 2}}
 
 
+def test_a_verifier_without_variants_says_bank_none_too(tmp_path):
+    # kvservice's checks.yaml declares no variants: nothing of its results can be compared with
+    # a real run's, and its verdict and verify.json must say so instead of staying silent.
+    attempt = tmp_path / "attempt"
+    (attempt / runfolder.VERIFIER_DIR).mkdir(parents=True)
+    variant = bank.drawn("kvservice_demo24", tmp_path, set(), random.Random(1))
+    assert variant == {"bank": "none", "declared": False}
+    runfolder.write_variant(attempt, variant)
+    verdict = evidence.judge(attempt, 0, 1.0, "kvservice_demo24", ran=True)
+    assert verdict["bank"] == "none" and verdict["variant"] is None
+    assert not [c for c in verdict["layer2"]["checks"] if c["name"].startswith("variant_")]
+    assert runfolder.read_verify(attempt).variant == {"bank": "none", "declared": False}
+
+
 # ---- the tinytrain demo's real experiment on this host ----
 
 

@@ -64,7 +64,7 @@ def trust_note(verdicts) -> str:
 
 BANK_WORDS = {
     "present": "compared with a variant bank's real runs",
-    "none": "with no bank (inputs drawn, results compared with nothing)",
+    "none": "with no bank (no result compared with a real run's)",
     "stale": "with a stale bank, unused (inputs drawn, results compared with nothing)",
 }
 

@@ -208,7 +208,7 @@ def judge(
         )
         verdict["layer2"]["passed"] = verdict["passed"] = False
     variant = runfolder.read_variant(attempt) if task_id else None
-    if variant and variant.get("declared"):
+    if variant:
         _judge_variant(verdict, task_id, variant, logs, spec is not None)
     if spec is not None:
         judge_repairs(verdict, task_id, spec, logs)
@@ -226,16 +226,19 @@ def judge(
 
 
 def _shown(variant: dict | None) -> dict | None:
-    """What verify.json says of the variant: its id, inputs and bank, never the answers."""
-    if not variant or not variant.get("declared"):
+    """What verify.json says of the variant: its id, inputs and bank, never the answers (a
+    verifier that declares no variants: `bank: none`, `declared: false`)."""
+    if not variant:
         return None
+    if not variant.get("declared"):
+        return {"bank": variant["bank"], "declared": False}
     return {k: variant[k] for k in ("bank", "id", "inputs", "reused") if k in variant}
 
 
 def _judge_variant(verdict: dict, task_id: str, variant: dict, logs: Path, judged: bool) -> None:
     """The bank's comparison, as Layer 2 checks `variant_<result>`: with a bank, each result of
-    the drawn variant must be what the real code gave; without one, nothing is compared and the
-    verdict says so (`bank: none`)."""
+    the drawn variant must be what the real code gave; without one (or a verifier that declares
+    no variants), nothing is compared and the verdict says so (`bank: none`)."""
     from deploybench.verify import bank
 
     verdict["bank"] = variant["bank"]

@@ -18,7 +18,7 @@ def test_bank_note_counts_what_was_compared_with_a_bank():
     verdicts = [{"bank": "present"}, {"bank": "present"}, {"bank": "none"}, {"trust": "host"}]
     assert bank_note(verdicts) == (
         "Verifier variants: 2 compared with a variant bank's real runs; "
-        "1 with no bank (inputs drawn, results compared with nothing)."
+        "1 with no bank (no result compared with a real run's)."
     )
     assert bank_note([{"trust": "host"}, "not a verdict"]) is None
 
