@@ -72,6 +72,12 @@ GATEWAY = "gateway.json"  # the attempt's totals at the gateway: calls, tokens, 
 PREFIX = "reference_prefix.json"  # how far a reference setup's role got (attempt/prefix.py)
 LIVE = "live.json"  # while the attempt runs: its stage and times, for watchers (run/live.py)
 VARIANTS_DIR = "bank_runs"  # a bank's real runs of the experiment (validate-references --bank)
+# In each of a bank's runs through the machine's login (playbooks/experiment_again.yml): how the
+# experiment ended (rc, seconds), written by the side door beside its unpacked logs.
+BANK_RUN = "bank_run.json"
+# A cloud machine's address after the agent when stopping it moved it (at_agent_end), for the
+# stages that log in to it again after the verdict (a bank's runs).
+MACHINE_ADDRESS = "machine_address.txt"
 # Folders of an attempt.
 STATE_DIR = "state"  # the agent's machine after it stopped
 CHANGED_FILES = "changed_files.txt"  # in STATE_DIR: what the agent changed (local backend)
@@ -117,6 +123,8 @@ ATTEMPT_FILES = (
     SCAFFOLD,
     VARIANT,
     VARIANTS_DIR,
+    BANK_RUN,
+    MACHINE_ADDRESS,
     MODEL_CALLS,
     GATEWAY,
     DIAGNOSIS_AGENT_DIR,

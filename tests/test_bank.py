@@ -9,6 +9,7 @@ import json
 import random
 import re
 import shutil
+import tarfile
 
 import pytest
 import yaml
@@ -460,6 +461,86 @@ def test_validate_references_makes_a_bank_and_the_reference_passes_against_it(
     )  # fmt: skip
     assert refused.returncode != 0 and "no bank to run again (none)" in refused.stderr, refused
     assert not banks.exists() or not list(banks.iterdir())
+
+
+@pytest.mark.slow
+def test_a_bank_runs_through_the_machines_login_as_a_cloud_machine_would(
+    root_host, runs, state_home, tmp_path, monkeypatch
+):
+    # Cloud machines run every stage after the agent through the machine's login; so do their
+    # bank runs (playbooks/experiment_again.yml). Local machines take that path with
+    # DEPLOYBENCH_LOCAL_POST_AGENT=machine. A bank made from the host, then run again through
+    # the login on another fresh machine: the same figures for every variant (spread 0).
+    banks = tmp_path / "banks"
+    checkout = own_checkout(tmp_path, TINYTRAIN)
+    env = {"DEPLOYBENCH_REPO": str(checkout)}
+    run_cli(
+        "validate-references", "--tasks", TINYTRAIN, "--bank", "3", "--bank-dir", banks,
+        env=env, cwd=checkout, timeout=1200,
+    )  # fmt: skip
+    made = json.loads((banks / f"{TINYTRAIN}.json").read_text())
+    monkeypatch.setenv("DEPLOYBENCH_LOCAL_POST_AGENT", "machine")
+    out = run_cli(
+        "validate-references", "--tasks", TINYTRAIN, "--bank-again", "--bank-dir", banks,
+        env=env, cwd=checkout, timeout=1200,
+    ).stdout  # fmt: skip
+    assert f"{TINYTRAIN}: bank written: {banks / (TINYTRAIN + '.json')}" in out, out
+    again = json.loads((banks / f"{TINYTRAIN}.json").read_text())
+    assert [v["machines"] for v in again["variants"]] == [2, 2, 2], again["variants"]
+    assert again["spread"] == {"loss": 0.0, "accuracy": 0.0}
+    assert [v["results"] for v in again["variants"]] == [v["results"] for v in made["variants"]]
+    [run_dir] = [d for d in runs.iterdir() if (d / TINYTRAIN / "reference" / "1").is_dir()
+                 and runfolder.read_verdict(d / TINYTRAIN / "reference" / "1").get("trust")
+                 == "machine"]  # fmt: skip
+    attempt = run_dir / TINYTRAIN / "reference" / "1"
+    for i in (1, 2, 3):
+        ended = json.loads((attempt / runfolder.VARIANTS_DIR / f"{i:02d}" / runfolder.BANK_RUN)
+                           .read_text())  # fmt: skip
+        assert ended["rc"] == 0 and ended["error"] is None, ended
+        # The variant's script left the controller's folder once the machine had it.
+        assert not list((attempt / runfolder.VARIANTS_DIR).glob(".*.sh"))
+
+
+def _packed(members) -> str:
+    import base64
+    import io
+
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        for name, kind, data in members:
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            if kind == tarfile.SYMTYPE:
+                info.linkname = data
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return base64.b64encode(raw.getvalue()).decode()
+
+
+def test_a_bank_runs_logs_from_the_machine_are_unpacked_under_the_logs_rules(tmp_path):
+    # The packed logs are the machine's to shape: a link among them (an agent's way to make the
+    # controller write through it) refuses the whole archive and the run counts as failed.
+    from deploybench.attempt import sidedoor
+
+    good = tmp_path / "01"
+    ok = _packed([("./run_output.txt", tarfile.REGTYPE, b"loss 0.5\n")])
+    ended = sidedoor.answer("bank_run", {"dest": str(good), "rc": "0", "seconds": "2.5",
+                                         "ran": "true", "evidence": {"logs": ok}})  # fmt: skip
+    assert ended == {"rc": 0, "seconds": 2.5, "error": None}
+    assert (good / "run_output.txt").read_text() == "loss 0.5\n"
+    bad = tmp_path / "02"
+    crafted = _packed([("./run_output.txt", tarfile.SYMTYPE, str(tmp_path / "outside.txt"))])
+    ended = sidedoor.answer("bank_run", {"dest": str(bad), "rc": "0", "seconds": "1",
+                                         "ran": "true", "evidence": {"logs": crafted}})  # fmt: skip
+    assert ended["error"] and "could not be unpacked" in ended["error"], ended
+    assert not (bad / "run_output.txt").exists() and not (tmp_path / "outside.txt").exists()
+    assert json.loads((bad / runfolder.BANK_RUN).read_text()) == ended
+    # A machine that failed the tamper scan ran nothing: no rc, whatever the playbook said.
+    skipped = sidedoor.answer("bank_run", {"dest": str(tmp_path / "03"), "rc": "0",
+                                           "seconds": "0", "ran": "False"})  # fmt: skip
+    assert skipped["rc"] is None and "tamper scan" in skipped["error"]
 
 
 def test_a_bank_of_a_small_input_space_covers_all_of_it():

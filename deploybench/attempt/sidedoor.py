@@ -224,7 +224,29 @@ def agent_end(attempt: Path, backend: str, host: str) -> dict[str, Any]:
     `host`: the machine's address from now on ("" when it did not change)."""
     from deploybench.backends import get_backend
 
-    return {"host": get_backend(backend).at_agent_end(host, attempt) or ""}
+    moved = get_backend(backend).at_agent_end(host, attempt) or ""
+    if moved:
+        (attempt / runfolder.MACHINE_ADDRESS).write_text(moved + "\n")
+    return {"host": moved}
+
+
+def bank_run(dest: Path, rc: int | None, seconds: float, ran: bool, packed: str) -> dict[str, Any]:
+    """One of a bank's runs of the experiment through the machine's login
+    (playbooks/experiment_again.yml): its packed logs unpacked into DEST, and how it ended
+    (bank_run.json there) for the runner, which reads the results from those logs."""
+    from deploybench.verify import evidence
+
+    dest.mkdir(parents=True, exist_ok=True)
+    error = None
+    if not ran:
+        rc, error = None, "the experiment did not run: the machine failed the tamper scan"
+    elif packed:
+        error = evidence.unpack_packed_logs(packed.encode(), dest)
+    else:
+        error = "the verifier's logs did not come back"
+    ended = {"rc": rc, "seconds": round(float(seconds), 3), "error": error}
+    (dest / runfolder.BANK_RUN).write_text(json.dumps(ended))
+    return ended
 
 
 def scaffold(attempt: Path, args: dict[str, Any]) -> dict[str, Any]:
@@ -376,6 +398,15 @@ def answer(verb: str, args: dict[str, Any]) -> dict[str, Any]:
             cpu_only=bool(args.get("cpu_only")),
             bank_dir=args.get("bank_dir") or None,
         )
+    if verb == "bank_run":
+        rc = args.get("rc")
+        return bank_run(
+            Path(args["dest"]),
+            None if rc in (None, "") else int(rc),
+            float(args.get("seconds") or 0),
+            str(args.get("ran", True)).lower() in ("true", "1", "yes"),
+            str((args.get("evidence") or {}).get("logs", "")),
+        )
     attempt = Path(args["attempt"])
     evidence = args.get("evidence")
     if verb == "finish":
@@ -416,7 +447,7 @@ def answer(verb: str, args: dict[str, Any]) -> dict[str, Any]:
         )
     raise DeployBenchError(
         f"the side door has no verb {verb!r}: begin, finish, broken, handover, doors, "
-        "scaffold or agent_end"
+        "scaffold, agent_end or bank_run"
     )
 
 

@@ -349,7 +349,6 @@ class Backend(ABC):
     # `sweep` cannot tell a leak from a machine in use: it ends every machine (kept ones too).
     sweep_ends_every_machine = False
 
-    makes_banks = False
     # How a machine reaches a port of the controller's loopback (the run's model gateway): by a
     # reverse forward over the harness's SSH connection, unless the backend bridges it itself.
     loopback_by_ssh = True
@@ -362,10 +361,12 @@ class Backend(ABC):
         script: str,
         logs: Path,
     ) -> tuple[int, float]:
-        """The verifier's experiment once more on a judged machine (a variant bank's real runs):
-        its exit code and seconds. Only for a backend that makes_banks."""
-        # Reached only by a caller that ignored makes_banks: a harness bug, never input.
-        raise NotImplementedError(f"the {self.name} backend makes no variant banks")
+        """The verifier's experiment once more on a judged machine (a variant bank's real runs),
+        its logs into LOGS: its exit code and seconds. HAND: the task's id, the verification
+        budget and, after stages run from outside, the agent's handover."""
+        from deploybench.attempt import bank_runs
+
+        return bank_runs.through_the_machine(machines, attempt, hand, script, logs)
 
     @abstractmethod
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:

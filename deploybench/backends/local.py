@@ -157,7 +157,6 @@ class LocalBackend(Backend):
         return m.read_from(path.lstrip("/"), offset, LIVE_READ_CAP)
 
     # The experiment runs from the host on the judged machine's layers as often as asked.
-    makes_banks = True
     # Its machines reach the controller's loopback ports they are given through a bridge of
     # their own (local/bridge.py), not through SSH.
     loopback_by_ssh = False
@@ -170,6 +169,9 @@ class LocalBackend(Backend):
         script: str,
         logs: Path,
     ) -> tuple[int, float]:
+        if not self.judges_from_outside:
+            # The stages after the agent ran through the machine's login: so do the bank's.
+            return super().experiment_again(machines, attempt, hand, script, logs)
         from deploybench.local import after_agent
 
         name = next(iter(machines))

@@ -242,9 +242,7 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
         spec.provenance["image"] = chosen_backend.image_identity(spec.image)
     # A resumed run draws from its own bank folder (run.json), whatever the environment says now.
     folder = (Path(spec.bank_dir) if spec.bank_dir else None) if request.resume else _env_bank()
-    banks = _banks(
-        request, folder if request.resume else request.bank_dir or folder, chosen_backend, chosen
-    )
+    banks = _banks(request, folder if request.resume else request.bank_dir or folder, chosen)
     if not request.resume:
         from deploybench.run import costs
 
@@ -308,12 +306,9 @@ def _env_bank() -> Path | None:
     return bank.root(None)
 
 
-def _banks(
-    request: RunRequest, given: Path | None, backend, chosen: dict[str, dict]
-) -> Path | None:
+def _banks(request: RunRequest, given: Path | None, chosen: dict[str, dict]) -> Path | None:
     """The bank folder (given: --bank-dir, else $DEPLOYBENCH_BANK, else a resumed run's); for
-    --bank N, checked before any machine: a folder to write, a backend that runs the experiment
-    again, tasks that declare variants."""
+    --bank N, checked before any machine: a folder to write, tasks that declare variants."""
     from deploybench.verify import bank
 
     folder = bank.root(given) if given else None
@@ -324,8 +319,6 @@ def _banks(
             f"--bank needs a folder for the banks: --bank-dir PATH or ${bank.BANK_ENV} (the "
             "operator's, outside the repository: a bank holds the verifiers' answers)"
         )
-    if not backend.makes_banks:
-        raise DeployBenchError(f"--bank: the {backend.name} backend makes no banks (local does)")
     without = [t for t in chosen if bank.spec_of(t) is None]
     if without:
         raise DeployBenchError(
@@ -725,7 +718,7 @@ def _record_prefixes(run_dir: Path, rows: list[dict], image: str) -> dict[str, s
     default=0,
     help="After a reference passes, run its verifier's experiment again on N drawn variants "
     "(and a few twice, for the spread) on its final machine, and record their results as the "
-    "task's bank in --bank-dir (local backend).",
+    "task's bank in --bank-dir (any backend: a GPU task's bank is made on its GPU).",
 )
 @click.option(
     "--bank-again",

@@ -250,17 +250,19 @@ class Runner:
                 # The stop and the verifier both run from outside now, in one call.
                 watch.stage("stop")
                 judged = self._after_agent(attempt, machines, folder, events)
-                if judged and self.o.bank_size and self._passed(attempt, folder):
-                    try:
-                        self._make_bank(attempt, machines, folder)
-                    except DeployBenchError as exc:
-                        # The reference's verdict stands; only the bank is not made.
-                        note = folder / runfolder.VARIANTS_DIR / "bank.txt"
-                        note.parent.mkdir(parents=True, exist_ok=True)
-                        with note.open("a") as out:
-                            out.write(f"no bank made: {exc}\n")
             else:
                 judged = stage_failures.judge(result, events, machines, folder)
+            # A passing reference's machine, judged from outside or through its login, runs
+            # the bank's variants before it goes.
+            if self.o.bank_size and runfolder.has_verdict(folder) and self._passed(attempt, folder):
+                try:
+                    self._make_bank(attempt, machines, folder)
+                except DeployBenchError as exc:
+                    # The reference's verdict stands; only the bank is not made.
+                    note = folder / runfolder.VARIANTS_DIR / "bank.txt"
+                    note.parent.mkdir(parents=True, exist_ok=True)
+                    with note.open("a") as out:
+                        out.write(f"no bank made: {exc}\n")
             if not provider_failed:
                 self.o.backend.collect_state(machines, folder / runfolder.STATE_DIR)
             if runfolder.has_verdict(folder):
@@ -415,7 +417,12 @@ class Runner:
         if spec is None:
             note.write_text("the task's checks.yaml declares no variants: no bank made\n")
             return
-        hand = runfolder.read_handover(folder) or {}
+        task = self.o.tasks[attempt.task_id]
+        hand = {
+            "task_id": attempt.task_id,
+            "verify_seconds": int(task["verify_minutes"] * 60),
+            **(runfolder.read_handover(folder) or {}),
+        }
         if self.o.bank_again:
             draws = bank.again(self.o.bank_dir, attempt.task_id, spec, self.o.bank_size)
         else:

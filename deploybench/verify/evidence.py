@@ -143,13 +143,21 @@ def _unpack_logs(source: Path | bytes, dest: Path) -> str | None:
 def _unpack_b64(encoded: Path, dest: Path) -> str | None:
     """Unpack the base64 tar.gz the verifier's pack step printed; None, or why it could not."""
     try:
-        raw = base64.b64decode(b"".join(encoded.read_bytes().split()), validate=True)
-    except (OSError, binascii.Error) as exc:
+        return unpack_packed_logs(encoded.read_bytes(), dest)
+    except OSError as exc:
         return f"the verifier's logs could not be unpacked ({type(exc).__name__})"
-    else:
-        return _unpack_logs(raw[:MAX_LOGS_BYTES], dest)
     finally:
         encoded.unlink(missing_ok=True)
+
+
+def unpack_packed_logs(packed: bytes, dest: Path) -> str | None:
+    """The verifier's logs as its pack step printed them (base64 of a tar.gz, the machine's to
+    shape) unpacked into DEST under the logs' limits; None, or why they could not be."""
+    try:
+        raw = base64.b64decode(b"".join(packed.split()), validate=True)
+    except binascii.Error as exc:
+        return f"the verifier's logs could not be unpacked ({type(exc).__name__})"
+    return _unpack_logs(raw[:MAX_LOGS_BYTES], dest)
 
 
 def _archive_refusals(attempt: Path) -> str:
