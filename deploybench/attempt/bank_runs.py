@@ -1,8 +1,8 @@
-"""A variant bank's real runs through the machine's login (playbooks/experiment_again.yml): the
-way a backend whose stages after the agent enter the machine (the clouds) runs the verifier's
-experiment again on a passing reference's machine. The local backend runs it from the host
-instead (deploybench/local/after_agent.py); both hand the runner the experiment's exit code and
-seconds and leave its logs where the bank reads the results (verify/bank.py)."""
+"""A variant bank's real runs through the machine's login (playbooks/experiment_again.yml): how
+the runner runs the verifier's experiment again on a passing reference's machine whose stages
+after the agent entered it (the clouds). A backend that judges from outside runs it from there
+instead (Backend.experiment_again: local's from the host); both give the experiment's exit code
+and seconds and leave its logs where the bank reads the results (verify/bank.py)."""
 
 from __future__ import annotations
 

@@ -361,12 +361,12 @@ class Backend(ABC):
         script: str,
         logs: Path,
     ) -> tuple[int, float]:
-        """The verifier's experiment once more on a judged machine (a variant bank's real runs),
-        its logs into LOGS: its exit code and seconds. HAND: the task's id, the verification
-        budget and, after stages run from outside, the agent's handover."""
-        from deploybench.attempt import bank_runs
-
-        return bank_runs.through_the_machine(machines, attempt, hand, script, logs)
+        """The verifier's experiment once more on a judged machine, from outside it (a variant
+        bank's real runs), its logs into LOGS: its exit code and seconds. Only for a backend
+        that judges_from_outside; the others run it through the machine's login
+        (deploybench/attempt/bank_runs.py)."""
+        # Reached only by a caller that ignored judges_from_outside: a harness bug, never input.
+        raise NotImplementedError(f"the {self.name} backend judges through the machine")
 
     @abstractmethod
     def terraform_vars(self, request: MachineRequest, folder: Path) -> dict[str, Any]:

@@ -169,9 +169,6 @@ class LocalBackend(Backend):
         script: str,
         logs: Path,
     ) -> tuple[int, float]:
-        if not self.judges_from_outside:
-            # The stages after the agent ran through the machine's login: so do the bank's.
-            return super().experiment_again(machines, attempt, hand, script, logs)
         from deploybench.local import after_agent
 
         name = next(iter(machines))

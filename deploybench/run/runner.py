@@ -409,6 +409,7 @@ class Runner:
         whose run fails is kept in the attempt's variants folder and no bank is written."""
         import random
 
+        from deploybench.attempt import bank_runs
         from deploybench.verify import bank
 
         spec = bank.spec_of(attempt.task_id)
@@ -434,7 +435,11 @@ class Runner:
         for i, inputs in enumerate(draws, 1):
             logs = folder / runfolder.VARIANTS_DIR / f"{i:02d}"
             script = verification.machine_script(attempt.task_id, self.o.cpu_only, inputs)
-            rc, seconds = self.o.backend.experiment_again(machines, folder, hand, script, logs)
+            if self.o.backend.judges_from_outside:
+                rc, seconds = self.o.backend.experiment_again(machines, folder, hand, script, logs)
+            else:
+                # As its verdict's experiment ran: through the machine's login (cloud machines).
+                rc, seconds = bank_runs.through_the_machine(machines, folder, hand, script, logs)
             lines.append(f"{i:02d} {inputs} rc={rc} {seconds:.1f}s")
             # Printed above the run's progress bar (rich redirects standard output there).
             print(
