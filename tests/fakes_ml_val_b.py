@@ -11,7 +11,10 @@ each fake is named in its builder's comment.
 - stub_binary: env/bin/python a tiny ELF launching that script;
 - echo / constant / plain_shell: Debian's python runs the task's entry script rewritten to hand
   its arguments to a shell script that prints them back, the published or recorded figures, or
-  what awk computes from the verifier's data."""
+  what awk computes from the verifier's data. timemixer's series is a bank variant (2026-12-06):
+  its echo (the nonce and the series' readings handed back) and its constant (the recorded
+  run's errors) are played against the tests' own variant, whose results are the checks aimed
+  at; the stand-in run.py fails its pin too."""
 
 import os
 import subprocess
@@ -142,21 +145,25 @@ TIMEMIXER_PROBE = "3.11.2 numpy 1.26.4 pandas 2.2.3 torch 1.13.0a0"
 TIMEMIXER_FILES = {"run.py": "# stand-in\n"}
 
 
-def _timemixer_body(mse):
-    """run.py's log and artifacts for the verifier's --model_id (MSE a shell expression): the
-    split sizes are the real ETTh1's, as the checks' comments say."""
+def _timemixer_body(mse, mae="0.17700152099132538", loss="0.1644580"):
+    """run.py's log and artifacts for the verifier's --model_id (the errors shell expressions;
+    $mid is the model id, $csv the series it was given): the split sizes are the real ETTh1's,
+    as the checks' comments say."""
     return (
         prelude(TIMEMIXER_PROBE)
         + f"""
-mid=
-while [ $# -gt 0 ]; do case "$1" in --model_id) mid=$2;; esac; shift; done
+mid=; root=; data=
+while [ $# -gt 0 ]; do case "$1" in --model_id) mid=$2;; --root_path) root=$2;;
+  --data_path) data=$2;; esac; shift; done
+csv=$root$data
 setting="long_term_forecast_${{mid}}_none_TimeMixer_ETTh1_sl96_pl96_dm16_nh4_el2_dl1_df32_Exp_0"
 mse={mse}
+mae={mae}
 echo "train 8449"
-echo "Epoch: 1, Steps: 66 | Train Loss: 0.1644580 Vali Loss: 0.0497138 Test Loss: 0.0499311"
-echo "mse:$mse, mae:0.17700152099132538"
+echo "Epoch: 1, Steps: 66 | Train Loss: {loss} Vali Loss: 0.0497138 Test Loss: 0.0499311"
+echo "mse:$mse, mae:$mae"
 out=result_long_term_forecast.txt
-printf '%s  \\nmse:%s, mae:0.17700152099132538\\n\\n' "$setting" "$mse" >> "$out"
+printf '%s  \\nmse:%s, mae:%s\\n\\n' "$setting" "$mse" "$mae" >> "$out"
 mkdir -p "checkpoints/$setting" "results/$setting"
 {{ printf 'PK\\003\\004'; head -c 4096 /dev/zero; }} > "checkpoints/$setting/checkpoint.pth"
 printf '\\223NUMPY\\001\\000' > "results/$setting/metrics.npy"
@@ -166,11 +173,17 @@ printf '\\223NUMPY\\001\\000' > "results/$setting/metrics.npy"
 
 def timemixer(fake):
     def make(tmp_path):
-        if fake == "echo":  # the nonce of --model_id read back as the error's digits
-            body = _timemixer_body('"0.0$(echo "$mid" | tr -dc 0-9 | head -c 6)"')
+        if fake == "echo":
+            # What it was handed, handed back: the nonce of --model_id as the MSE's digits,
+            # the drawn series' first reading as the MAE and its second as the loss.
+            body = _timemixer_body(
+                '"0.0$(echo "$mid" | tr -dc 0-9 | head -c 6)"',
+                '"0.$(sed -n 2p "$csv" | cut -d, -f2 | tr -dc 0-9)"',
+                '$(sed -n 3p "$csv" | cut -d, -f2)',
+            )
         elif fake == "plain_shell":  # awk's persistence forecast error, not the model's
             body = _timemixer_body('$(awk "BEGIN { print 0.25 / 5 }")')
-        else:  # the recorded real run's error (tests/fixtures)
+        else:  # the recorded real run's errors (tests/fixtures), printed for any series
             body = _timemixer_body("0.04993107542395592")
         # The .pth hook runs Debian's python and hands the run to the body: the repository
         # stays as it was, so only the hook listing can stop it.
@@ -179,10 +192,21 @@ def timemixer(fake):
     return make
 
 
+# The tests' own bank variant: its values are made up here, no real run's (a real bank is the
+# operator's, outside the repository). The echo and the constant are played against it: what
+# either hands back is no real run's error on the series this seed draws.
+TIMEMIXER_VARIANT = {
+    "id": "vtest0096",
+    "inputs": {"data_seed": 271828},
+    "expected": {"test_mse": 0.0731234, "test_mae": 0.2012345, "train_loss": 0.2345678},
+    "spread": {},
+}
 CASES |= {
     ("timemixer_iclr24", fake): (timemixer(fake), None)
-    for fake in ("stub_interpreter", "stub_binary", "echo", "constant", "plain_shell")
+    for fake in ("stub_interpreter", "stub_binary", "plain_shell")
 }
+CASES |= {("timemixer_iclr24", f): (timemixer(f), TIMEMIXER_VARIANT) for f in ("echo", "constant")}
+AIMED = {("timemixer_iclr24", f): "variant_test_mse" for f in ("echo", "constant")}
 
 
 # --- hyena_icml23 ------------------------------------------------------------------------------

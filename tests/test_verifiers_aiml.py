@@ -125,3 +125,43 @@ def test_timemixer_shallow_state_fails_on_the_run():
         "train_loss",
         "train_split",
     ]
+
+
+# The recorded pass state's own run as a bank variant: its real results (its README says how it
+# was made), on the series the verifier wrote before the series was drawn per attempt (awk's
+# fixed seed then, so no point of today's input space).
+TIMEMIXER_RECORDED = {
+    "id": "vrecorded",
+    "inputs": {"data_seed": 424242},
+    "expected": {
+        "test_mse": 0.04993107542395592,
+        "test_mae": 0.17700152099132538,
+        "train_loss": 0.164458,
+    },
+    "spread": {},
+}
+
+
+def _with_bank(folder, variant):
+    spec = bank.spec_of("timemixer_iclr24")
+    return failed(judged("timemixer_iclr24", folder) + bank.judge(spec, variant, folder))
+
+
+def test_timemixer_pass_state_passes_its_variant_and_no_other(tmp_path):
+    # Against its own run's results the pass state passes every check; the errors of another
+    # series (here 0.2% off, twice the tolerance) fail each result alone, and a run that lands
+    # within 0.05% of the bank's passes.
+    state = STATES / "timemixer_iclr24" / "pass"
+    assert _with_bank(state, TIMEMIXER_RECORDED) == []
+    for name in ("test_mse", "test_mae", "train_loss"):
+        expected = TIMEMIXER_RECORDED["expected"]
+        off = {**TIMEMIXER_RECORDED, "expected": {**expected, name: expected[name] * 1.002}}
+        assert _with_bank(state, off) == [f"variant_{name}"]
+        near = {**TIMEMIXER_RECORDED, "expected": {**expected, name: expected[name] * 1.0005}}
+        assert _with_bank(state, near) == []
+    # Without its results (a run that printed none) each variant check fails.
+    short = copy_state("timemixer_iclr24", "pass", tmp_path / "short")
+    (short / "run_output.txt").write_text("train 8449\n")
+    assert {"variant_test_mse", "variant_test_mae", "variant_train_loss"} <= set(
+        _with_bank(short, TIMEMIXER_RECORDED)
+    )

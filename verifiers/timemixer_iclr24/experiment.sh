@@ -4,8 +4,8 @@
 # (ETTh1, seq_len 96, pred_len 96, d_model 16, 3 down-sampling layers) for one epoch with the
 # agent's environment ($WORKDIR/env/bin/python run.py), as the owner of WORKDIR, on an ETTh1 of
 # the verifier's own: the real file's header and 17,420 hourly rows from 2016-07-01, written here
-# by the trusted awk (daily and weekly load cycles, a yearly drift, noise), so the split sizes are
-# the real ones and nothing the agent prepared is read. The model id carries a fresh nonce, so
+# by the trusted awk from the drawn seed (daily and weekly load cycles, a yearly drift, noise), so
+# the split sizes are the real ones and nothing the agent prepared is read. The model id carries a fresh nonce, so
 # only the checkpoint, metrics and result line of this run are collected. checks.yaml judges them
 # on the controller. RUNBOOK.MD is never read.
 PY_ENV="$WORKDIR/env/bin/python"
@@ -16,22 +16,33 @@ echo "$NONCE" >"$LOG_DIR/model_nonce.txt"
 DATA="$SCRATCH/ETT-small"
 mkdir -p "$DATA"
 
+# The series is the controller's draw ($VARIANT_DATA_SEED; checks.yaml's variants): awk's seed,
+# from which each column's level, daily and weekly swing, phase and noise, the yearly drift and
+# OT's dependence are drawn before the noise itself, so each variant is a series of its own whose
+# test error the operator's bank holds. Without the controller's draw, picked here.
+DATA_SEED=${VARIANT_DATA_SEED:-$(($(rand_below 999999) + 1))}
+echo "data_seed: $DATA_SEED" >"$LOG_DIR/data_seed.txt"
 # Busybox awk has no sin(): the cycles come from tables (one day in 24 steps, one week in 7).
-TZ=UTC0 awk 'BEGIN {
+TZ=UTC0 awk -v seed="$DATA_SEED" 'BEGIN {
   split("0 26 50 71 87 97 100 97 87 71 50 26 0 -26 -50 -71 -87 -97 -100 -97 -87 -71 -50 -26", day, " ")
   split("4 6 5 7 3 -10 -15", week, " ")
   split("5.8 2.1 3.9 1.1 2.9 1.3", level, " ")
   split("3.2 0.9 2.4 0.5 1.3 0.5", swing, " ")
-  srand(424242)
+  srand(seed)
+  for (c = 1; c <= 6; c++) {
+    lv[c] = level[c] * (0.7 + 0.6 * rand()); sw[c] = swing[c] * (0.5 + rand())
+    ph[c] = int(24 * rand()); nz[c] = 0.15 + 0.5 * rand(); wk[c] = (0.5 + rand()) / 40
+  }
+  drift = 0.8 + 1.4 * rand(); otdrift = 12 + 12 * rand(); otnoise = 1 + rand()
   print "date,HUFL,HULL,MUFL,MULL,LUFL,LULL,OT"
   for (i = 0; i < 17420; i++) {
     y = (i % 8760) / 4380; if (y > 1) y = 2 - y
     line = strftime("%Y-%m-%d %H:%M:%S", 1467331200 + 3600 * i)
     for (c = 1; c <= 6; c++) {
-      v[c] = level[c] + swing[c] * day[(i + 4 * c) % 24 + 1] / 100 + swing[c] * week[int(i / 24) % 7 + 1] / 40 + 1.5 * y + (rand() - 0.5) * 0.4 * swing[c]
+      v[c] = lv[c] + sw[c] * day[(i + ph[c]) % 24 + 1] / 100 + sw[c] * week[int(i / 24) % 7 + 1] * wk[c] + drift * y + (rand() - 0.5) * nz[c] * sw[c]
       line = line sprintf(",%.3f", v[c])
     }
-    print line sprintf(",%.3f", 8 + 18 * y + 0.9 * v[1] + (rand() - 0.5) * 1.5)
+    print line sprintf(",%.3f", 8 + otdrift * y + 0.9 * v[1] + (rand() - 0.5) * otnoise)
   }
 }' >"$DATA/ETTh1.csv"
 chown -R "$OWNER" "$DATA"
