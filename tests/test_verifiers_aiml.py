@@ -64,20 +64,22 @@ MAML_RECORDED = {
 }
 
 
-def _with_bank(folder, variant=MAML_RECORDED):
-    spec = bank.spec_of("maml_icml17_cpu")
-    return failed(judged("maml_icml17_cpu", folder) + bank.judge(spec, variant, folder))
+def _with_bank(task_id, folder, variant):
+    """The checks of the task's verdict that fail, its bank's variant checks with them."""
+    spec = bank.spec_of(task_id)
+    return failed(judged(task_id, folder) + bank.judge(spec, variant, folder))
 
 
 def test_maml_pass_state_passes_against_a_bank_and_another_seeds_losses_fail(tmp_path):
-    assert _with_bank(STATES / "maml_icml17_cpu" / "pass") == []
+    assert _with_bank("maml_icml17_cpu", STATES / "maml_icml17_cpu" / "pass", MAML_RECORDED) == []
     # A loss a thousandth off (another seed moves them by tenths) fails its variant check
     # alone: every range check still passes.
     off = copy_state("maml_icml17_cpu", "pass", tmp_path / "off")
     edit(off / "test_losses.csv", ",2.9239242", ",2.9268481")
-    assert _with_bank(off) == ["variant_test_post_update_loss"]
+    assert _with_bank("maml_icml17_cpu", off, MAML_RECORDED) == ["variant_test_post_update_loss"]
     moved = {**MAML_RECORDED, "expected": {**MAML_RECORDED["expected"], "pre_update_loss": 3.88}}
-    assert _with_bank(STATES / "maml_icml17_cpu" / "pass", moved) == ["variant_pre_update_loss"]
+    maml_pass = STATES / "maml_icml17_cpu" / "pass"
+    assert _with_bank("maml_icml17_cpu", maml_pass, moved) == ["variant_pre_update_loss"]
 
 
 def test_maml_shallow_state_fails_on_the_unported_code():
@@ -142,26 +144,21 @@ TIMEMIXER_RECORDED = {
 }
 
 
-def _with_bank(folder, variant):
-    spec = bank.spec_of("timemixer_iclr24")
-    return failed(judged("timemixer_iclr24", folder) + bank.judge(spec, variant, folder))
-
-
 def test_timemixer_pass_state_passes_its_variant_and_no_other(tmp_path):
     # Against its own run's results the pass state passes every check; the errors of another
     # series (here 0.2% off, twice the tolerance) fail each result alone, and a run that lands
     # within 0.05% of the bank's passes.
     state = STATES / "timemixer_iclr24" / "pass"
-    assert _with_bank(state, TIMEMIXER_RECORDED) == []
+    assert _with_bank("timemixer_iclr24", state, TIMEMIXER_RECORDED) == []
     for name in ("test_mse", "test_mae", "train_loss"):
         expected = TIMEMIXER_RECORDED["expected"]
         off = {**TIMEMIXER_RECORDED, "expected": {**expected, name: expected[name] * 1.002}}
-        assert _with_bank(state, off) == [f"variant_{name}"]
+        assert _with_bank("timemixer_iclr24", state, off) == [f"variant_{name}"]
         near = {**TIMEMIXER_RECORDED, "expected": {**expected, name: expected[name] * 1.0005}}
-        assert _with_bank(state, near) == []
+        assert _with_bank("timemixer_iclr24", state, near) == []
     # Without its results (a run that printed none) each variant check fails.
     short = copy_state("timemixer_iclr24", "pass", tmp_path / "short")
     (short / "run_output.txt").write_text("train 8449\n")
     assert {"variant_test_mse", "variant_test_mae", "variant_train_loss"} <= set(
-        _with_bank(short, TIMEMIXER_RECORDED)
+        _with_bank("timemixer_iclr24", short, TIMEMIXER_RECORDED)
     )
