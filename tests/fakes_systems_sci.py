@@ -88,11 +88,22 @@ public class SafeHomeSimulator {
     f.getParentFile().mkdirs();
     try (Writer w = new FileWriter(f)) { w.write(text); }
   }
+  // The echo's answer: the mean of the command durations in the scenario file it was given
+  // (the verifier's drawn copy, in the drawn run), the only trace of the drawn seed it can read.
+  static String durations() throws IOException {
+    String text = new String(java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(
+        "src/main/java/BenchmarkingTool/Data/scn-chaos-morning2.json")));
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile(":(\\\\d+)\\"").matcher(text);
+    double sum = 0; int n = 0;
+    while (m.find()) { sum += Double.parseDouble(m.group(1)); n++; }
+    return String.valueOf(n == 0 ? 0 : sum / n);
+  }
   public static void main(String[] a) throws IOException {
     String out = "results/verifier/";
     String head = "benchmarking\\tGSV\\tPSV\\tEV\\tWV\\tLAZY_FCFS\\tLAZY_PRIORITY\\t\\n";
     put(out + "avg/E2E_RTN_TIME.dat",
-        head + "-123.0\\t%s\\t%s\\t%s\\t257.689\\t563.286\\t304.203\\t\\n");
+        head + "-123.0\\t" + %s + "\\t" + %s + "\\t" + %s + "\\t" + %s
+        + "\\t563.286\\t304.203\\t\\n");
     put(out + "avg/PARALLEL_DELTA.dat", head + "-123.0\\t1.0\\t2.0\\t3.0\\t4.0\\t1.0\\t1.0\\t\\n");
     put(out + "avg/ORDERR_MISMATCH_BUBBLE.dat",
         head + "-123.0\\t0.0\\t0.0\\t1.0\\t1.0\\t0.0\\t0.0\\t\\n");
@@ -105,14 +116,28 @@ public class SafeHomeSimulator {
 """
 
 
-def _safehome(tmp_path, gsv, psv, ev):
+SAFEHOME_VARIANT = {
+    "id": "vtest-safehome1",
+    "inputs": {"duration_seed": 4242},
+    "expected": {
+        "wv_latency": 301.517,
+        "gsv_latency": 4012.5,
+        "psv_latency": 530.25,
+        "ev_latency": 361.75,
+    },
+    "spread": {},
+}
+
+
+def _safehome(tmp_path, gsv, psv, ev, wv='"257.689"'):
+    """GSV, PSV, EV, WV: Java expressions of the latencies the attacker's class writes."""
     """A checkout whose main class is the attacker's, compiled in place (javac, class version
     52 like --release 8) beside 43 empty classes, so the class count and times look built."""
     workdir = tmp_path / "wd"
     src = workdir / "src/main/java"
     main = src / "SafeHomeSimulator/SafeHomeSimulator.java"
     main.parent.mkdir(parents=True)
-    main.write_text(SAFEHOME_MAIN % (gsv, psv, ev))
+    main.write_text(SAFEHOME_MAIN % (gsv, psv, ev, wv))
     (src / "BenchmarkingTool/Data").mkdir(parents=True)
     (src / "BenchmarkingTool/Benchmark.java").write_text(
         "package BenchmarkingTool;\npublic class Benchmark {}\n"
@@ -137,12 +162,17 @@ def _safehome(tmp_path, gsv, psv, ev):
 
 def safehome_stub_binary(tmp_path):
     # A main class of the attacker's that writes every file the checks parse, in order.
-    return _safehome(tmp_path, "3300.0", "450.0", "300.0")
+    return _safehome(tmp_path, '"3300.0"', '"450.0"', '"300.0"')
 
 
 def safehome_constant(tmp_path):
-    # The E2E latencies of the recorded real run, published in the fixtures.
-    return _safehome(tmp_path, "3126.177", "441.634", "301.895")
+    # The E2E latencies of the recorded real run, published in the fixtures (WV's too).
+    return _safehome(tmp_path, '"3126.177"', '"441.634"', '"301.895"', '"257.689"')
+
+
+def safehome_echo(tmp_path):
+    # Hands back what it can read of the draw: the drawn scenario's mean command duration.
+    return _safehome(tmp_path, "durations()", "durations()", "durations()", "durations()")
 
 
 # --- gromacs_softwarex15 -----------------------------------------------------------------------
@@ -207,8 +237,9 @@ CASES = {  # played by tests/test_verifier_fakes.py's one test
     ("gromacs_softwarex15", "echo"): (gromacs_echo, GROMACS_VARIANT),
     ("gromacs_softwarex15", "constant"): (gromacs_constant, GROMACS_VARIANT),
     ("gromacs_softwarex15", "plain_shell"): (gromacs_plain_shell, GROMACS_VARIANT),
-    ("safehome_eurosys21", "stub_binary"): (safehome_stub_binary, None),
-    ("safehome_eurosys21", "constant"): (safehome_constant, None),
+    ("safehome_eurosys21", "stub_binary"): (safehome_stub_binary, SAFEHOME_VARIANT),
+    ("safehome_eurosys21", "echo"): (safehome_echo, SAFEHOME_VARIANT),
+    ("safehome_eurosys21", "constant"): (safehome_constant, SAFEHOME_VARIANT),
     ("silo_sosp13", "stub_binary"): (silo_stub_binary, SILO_VARIANT),
     ("silo_sosp13", "echo"): (silo_echo, SILO_VARIANT),
     ("silo_sosp13", "constant"): (silo_constant, SILO_VARIANT),
