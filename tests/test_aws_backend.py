@@ -353,6 +353,26 @@ def test_a_passing_api_error_mid_apply_is_applied_again(aws, moto, tmp_path, mon
     )
 
 
+def test_the_cost_prompt_of_a_bank_counts_the_experiments_after_the_verdict(aws, runs, tmp_path):
+    # validate-references --bank 10 on tinytrain (10 agent and 3 verify minutes; 2 repeats):
+    # the reference's machine also runs 12 experiments of up to 3 minutes each after its
+    # verdict. The prompt is declined: nothing is made.
+    ec2, owner = aws
+    hours = {}
+    for extra in ([], ["--bank", "10", "--bank-dir", str(tmp_path / "banks")]):
+        out = run_cli(
+            "validate-references", "--backend", "aws", "--tasks", "tinytrain_demo24", *extra,
+            input="n\n", check=False,
+        )  # fmt: skip
+        text = out.stdout + out.stderr
+        found = re.search(r"tinytrain_demo24\s+\S+\s+1\s+(\d+\.\d\d)", text)
+        assert found and out.returncode != 0, text
+        hours[bool(extra)] = float(found.group(1))
+    assert hours[False] == pytest.approx((10 + 3 + 15) / 60, abs=0.01)
+    assert hours[True] == pytest.approx((10 + 3 + 12 * 3 + 15) / 60, abs=0.01)
+    assert _instances(ec2, owner) == []
+
+
 def test_the_cost_prompt_of_a_real_run_counts_its_agent_seconds(aws, runs):
     # The case: a 2-hour --agent-seconds priced as the task's own budget (0.47 h). The
     # prompt is declined: nothing is made.

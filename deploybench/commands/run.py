@@ -263,6 +263,7 @@ def execute(request: RunRequest) -> tuple[Path, list[dict]]:
             # The most an attempt holds machines: its wall-clock limit (the runner's), each try.
             ceiling=lambda a: tries * (a.budget_minutes * 60 + STAGING_SECONDS) / 3600,
             kept=(request.keep_failed, request.keep_hours) if request.keep_failed else None,
+            bank_runs=_bank_runs(request, banks, chosen),
         )
     if kinds:
         again = runfolder.to_retry(run_dir, kinds)
@@ -329,6 +330,24 @@ def _banks(request: RunRequest, given: Path | None, chosen: dict[str, dict]) -> 
             bank.again(folder, task_id, bank.spec_of(task_id), request.bank)
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def _bank_runs(request: RunRequest, folder: Path | None, chosen: dict[str, dict]) -> dict:
+    """task id -> the bank's experiments its passing reference runs after its verdict (at most:
+    --bank N draws N and repeats some; --bank-again runs the bank's variants), for the cost
+    estimate: the machine is held for each, up to the task's verify_minutes."""
+    from deploybench.verify import bank
+
+    if not (request.bank or request.bank_again) or folder is None:
+        return {}
+    out = {}
+    for task_id in chosen:
+        spec = bank.spec_of(task_id)
+        if request.bank_again:
+            out[task_id] = len(bank.again(folder, task_id, spec, request.bank))
+        else:
+            out[task_id] = request.bank + int(spec.get("repeats", bank.DEFAULT_REPEATS))
+    return out
 
 
 def with_models(agents: list[AgentSpec], models: list[str]) -> list[AgentSpec]:

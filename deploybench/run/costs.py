@@ -236,16 +236,20 @@ def attempts_of(
     attempts: int = 1,
     agent_seconds: int | None = None,
     prices: Mapping[str, tuple[float, float]] | None = None,
+    bank_runs: Mapping[str, int] | None = None,
 ) -> list[Attempt]:
     """One Attempt per task x agent x repetition, each with its budget (_budget_minutes) and
-    its model cap (model_cap_usd)."""
+    its model cap (model_cap_usd). bank_runs: task id -> the experiments a passing reference's
+    machine runs after its verdict for validate-references --bank (each within the task's
+    verify_minutes): the machine is held for them too."""
     out = []
     for task_id, task in tasks.items():
+        after = (bank_runs or {}).get(task_id, 0) * float(task.get("verify_minutes") or 0)
         for agent in agents:
             one = Attempt(
                 task_id,
                 bool(task.get("gpu")),
-                _budget_minutes(task, agent, agent_seconds),
+                _budget_minutes(task, agent, agent_seconds) + after,
                 model_cap_usd(agent, prices),
                 getattr(agent, "name", str(agent)),
             )
@@ -306,10 +310,11 @@ def estimate_and_confirm(
     prices: Mapping[str, tuple[float, float]] | None = None,
     ceiling: Callable[[Attempt], float] | None = None,
     kept: tuple[int, float] | None = None,
+    bank_runs: Mapping[str, int] | None = None,
 ) -> Estimate | None:
     """What `deploybench run` calls before a cloud run: tasks (id -> task.yaml data) x agents
     x attempts machines, each for its budget; asks unless `yes` (--yes). ceiling(attempt)
     gives the hours one attempt may hold machines at most (its wall-clock limit, retries
-    included); kept = (--keep-failed, --keep-hours)."""
-    planned = attempts_of(tasks, agents, attempts, agent_seconds, prices)
+    included); kept = (--keep-failed, --keep-hours); bank_runs as attempts_of takes them."""
+    planned = attempts_of(tasks, agents, attempts, agent_seconds, prices, bank_runs)
     return confirm(planned, backend, yes=yes, echo=echo, ceiling=ceiling, kept=kept)
