@@ -325,3 +325,56 @@ def test_the_harness_refuses_a_machine_whose_host_key_is_not_the_pinned_one(
         assert "Host key verification failed" in refused.stderr, refused.stderr
     finally:
         run_cli("destroy")
+
+
+# The agent reads its machine's CPU share and tries to raise it (root inside, not on the host).
+SHARES = """
+cg=/sys/fs/cgroup/cpu
+echo "agent share: $(cat $cg/cpu.shares)"
+echo 262144 > $cg/cpu.shares 2>/dev/null && echo "raised: yes" || echo "raised: no"
+echo "agent share after: $(cat $cg/cpu.shares)"
+"""
+
+
+def test_a_verifier_gets_a_larger_cpu_share_than_an_agent(root_host, runs, state_home, tmp_path):
+    """A verifier's experiment runs under a fixed limit beside other machines' agents: its
+    container's cgroup gets four times a machine's CPU share (boot.sh). Watched from the host,
+    in this test's own cgroup folder (other tests' and runs' machines are elsewhere)."""
+    import contextlib
+    import threading
+
+    from deploybench.local import machine
+
+    hierarchy = Path("/sys/fs/cgroup/cpu")
+    if not (hierarchy / "cpu.shares").exists():
+        pytest.fail("this test needs the cgroup v1 cpu hierarchy this backend sets shares in")
+    group = hierarchy / machine.cgroup_group(state_home)
+    seen: set[int] = set()
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            for shares in group.glob("db-*/cpu.shares"):
+                # The cgroup may go between the glob and the read.
+                with contextlib.suppress(OSError, ValueError):
+                    seen.add(int(shares.read_text()))
+            done.wait(0.02)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    config = tmp_path / "agents.yaml"
+    config.write_text(yaml.safe_dump({"shares": {"command": SHARES}}))
+    try:
+        run_cli(
+            "run", "--agent", "shares", "--agent-config", config, "--tasks", TASK,
+            "--run-id", "shares", timeout=900,
+        )  # fmt: skip
+    finally:
+        done.set()
+        watcher.join()
+    log = (runs / "shares" / TASK / "shares" / "1" / "agent.log").read_text()
+    assert "agent share: 1024" in log and "agent share after: 1024" in log, log[-600:]
+    assert "raised: no" in log, log[-600:]
+    # 1024 while the agent ran, 4096 while its verifier did.
+    assert {1024, 4096} <= seen, seen
+    assert max(seen) == 4096, seen

@@ -7,6 +7,8 @@ set -euo pipefail
 lower=$1 upper=$2 work=$3 root=$4 name=$5 port=$6 gpu=$7 uid_base=$8 cgroup=$9
 mode=${10:-boot} memory_bytes=${11:-0} max_pids=${12:-0} cpu_ms=${13:-0}
 
+VERIFY_CPU_SHARES=4096 # a machine's: the kernel's default, 1024
+
 mount --make-rprivate /
 cgroup_hierarchies=()
 if [ ! -e /sys/fs/cgroup/cgroup.procs ]; then
@@ -43,6 +45,13 @@ for hierarchy in "${cgroup_hierarchies[@]}"; do
   if [ "$cpu_ms" -gt 0 ] && [ -e "$hierarchy/$cgroup/cpu.cfs_quota_us" ]; then
     echo 100000 >"$hierarchy/$cgroup/cpu.cfs_period_us"
     echo $((cpu_ms * 1000)) >"$hierarchy/$cgroup/cpu.cfs_quota_us"
+  fi
+  # A verifier runs under a fixed wall-clock limit (the task's verify_minutes) while the agents
+  # of the same run's other machines may be compiling beside it: its container gets four times
+  # a machine's CPU share, so a loaded host does not turn a verdict into a FAIL by time. (The
+  # share weighs against the other machines of the same state folder, its cgroup's siblings.)
+  if [ "$mode" = verify ] && [ -e "$hierarchy/$cgroup/cpu.shares" ]; then
+    echo "$VERIFY_CPU_SHARES" >"$hierarchy/$cgroup/cpu.shares"
   fi
   echo $$ >"$hierarchy/$cgroup/cgroup.procs"
 done
