@@ -205,6 +205,17 @@ echo "cpu quota: $(cat $cg/cpu.cfs_quota_us) per $(cat $cg/cpu.cfs_period_us)"
 """
 
 
+def _command_agent_log(runs, tmp_path, name, command, run_id, timeout):
+    """One attempt on TASK of a command agent running COMMAND; its agent.log."""
+    config = tmp_path / "agents.yaml"
+    config.write_text(yaml.safe_dump({name: {"command": command}}))
+    run_cli(
+        "run", "--agent", name, "--agent-config", config, "--tasks", TASK,
+        "--run-id", run_id, timeout=timeout,
+    )  # fmt: skip
+    return (runs / run_id / TASK / name / "1" / "agent.log").read_text()
+
+
 def test_a_machine_past_its_limits_fails_inside_it(root_host, runs, state_home, tmp_path):
     config = tmp_path / "agents.yaml"
     config.write_text(yaml.safe_dump({"hog": {"command": HOG}}))
@@ -273,18 +284,12 @@ def test_a_machine_reaches_neither_the_hosts_loopback_nor_sees_its_sockets(
         " else echo no host port; fi\n"
         "getent hosts deb.debian.org >/dev/null && echo dns ok\n"
     )
-    config = tmp_path / "agents.yaml"
-    config.write_text(yaml.safe_dump({"prober": {"command": probe}}))
     try:
-        run_cli(
-            "run", "--agent", "prober", "--agent-config", config, "--tasks", TASK,
-            "--run-id", "net", timeout=600,
-        )  # fmt: skip
+        log = _command_agent_log(runs, tmp_path, "prober", probe, "net", 600)
     finally:
         done.set()
         thread.join(5)
         server.close()
-    log = (runs / "net" / TASK / "prober" / "1" / "agent.log").read_text()
     for address in ("10.0.2.2", "127.0.0.1", "localhost"):
         assert f"refused {address}" in log, log
     assert "no host port" in log and "dns ok" in log, log
@@ -362,17 +367,11 @@ def test_a_verifier_gets_a_larger_cpu_share_than_an_agent(root_host, runs, state
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    config = tmp_path / "agents.yaml"
-    config.write_text(yaml.safe_dump({"shares": {"command": SHARES}}))
     try:
-        run_cli(
-            "run", "--agent", "shares", "--agent-config", config, "--tasks", TASK,
-            "--run-id", "shares", timeout=900,
-        )  # fmt: skip
+        log = _command_agent_log(runs, tmp_path, "shares", SHARES, "shares", 900)
     finally:
         done.set()
         watcher.join()
-    log = (runs / "shares" / TASK / "shares" / "1" / "agent.log").read_text()
     assert "agent share: 1024" in log and "agent share after: 1024" in log, log[-600:]
     assert "raised: no" in log, log[-600:]
     # 1024 while the agent ran, 4096 while its verifier did.
