@@ -55,7 +55,7 @@ CASES = {
     # eet drives the sqlite3 CLI (the SQL interpreter it tests): a wrapper answers first.
     ("eet_osdi24", "stub_interpreter"): (
         on_path(fakes_systems_val.eet_stub_binary, {"sqlite3": wrapper("/usr/bin/sqlite3")}),
-        None,
+        fakes_systems_val.EET_VARIANT,
     ),
     # Kaldi's recipe is bash scripts: `env bash` finds a wrapper of the attacker's.
     ("kaldi_asru11", "stub_interpreter"): (

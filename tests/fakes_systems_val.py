@@ -242,8 +242,28 @@ def eet_plain_shell(tmp_path):
     return _eet(tmp_path, _EET_BODY, make=script)
 
 
+def eet_echo(tmp_path):
+    # Hands back the one trace of the draw it gets, the seed in its environment (the drawn run),
+    # as its round's seed and its generated database.
+    return _eet(
+        tmp_path,
+        'echo "random seed: ${DEPLOYBENCH_EET_SEED:-1234567} ... " >&2\n'
+        'echo "create table t${DEPLOYBENCH_EET_SEED:-0} (c1 int);" > db_setup.sql\n'
+        + _EET_BODY,
+    )
+
+
+# The tests' own bank variant: made-up digests, no real run's.
+EET_VARIANT = {
+    "id": "vtest-eet1",
+    "inputs": {"eet_seed": 4242},
+    "expected": {"generated_sql": "ab" * 32, "run_digest": "cd" * 32},
+    "spread": {},
+}
+
 CASES |= {
-    ("eet_osdi24", "stub_binary"): (eet_stub_binary, None),
-    ("eet_osdi24", "constant"): (eet_constant, None),
-    ("eet_osdi24", "plain_shell"): (eet_plain_shell, None),
+    ("eet_osdi24", "stub_binary"): (eet_stub_binary, EET_VARIANT),
+    ("eet_osdi24", "echo"): (eet_echo, EET_VARIANT),
+    ("eet_osdi24", "constant"): (eet_constant, EET_VARIANT),
+    ("eet_osdi24", "plain_shell"): (eet_plain_shell, EET_VARIANT),
 }

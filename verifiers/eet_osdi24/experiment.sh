@@ -6,10 +6,13 @@
 # judges them on the controller. Each round of eet seeds itself from std::random_device, so the
 # run differs every time: it either tests until the experiment stops it or stops at the first
 # "bug" it finds (abort, exit 134) with the queries saved. When there is no binary, a diagnostic
-# build in a scratch copy shows in the logs why (Layer 1 classifies its errors). No input of the
-# run is the verifier's to draw, so no bank: the binary is searched for its sources' strings (a
-# launcher of a script holds none), the sources are pinned and the sqlite3 CLI is vouched.
-# RUNBOOK.MD is never read.
+# build in a scratch copy shows in the logs why (Layer 1 classifies its errors). The binary is
+# searched for its sources' strings (a launcher of a script holds none), the sources are pinned
+# and the sqlite3 CLI is vouched. Then a second, short run is the bank's (checks.yaml's
+# variants): eet again, its std::random_device answering from a seed the verifier draws (a
+# preloaded library of the verifier's, compiled here), so the database and the queries EET
+# generates are a function of the seed; digests of what it generated until its first round's
+# third test are the results. RUNBOOK.MD is never read.
 BIN="$WORKDIR/eet"
 RUN="$SCRATCH/sqlite_test/test1"
 
@@ -84,4 +87,57 @@ ls -1 "$RUN" >"$LOG_DIR/run_files.txt" 2>&1
 for f in unexpected.sql db_setup.sql origin.sql eet.sql; do
   collect "$RUN/$f" "bug_$f"
 done
+
+# The drawn run. The library replaces libstdc++'s std::random_device::_M_getval(): each call
+# gives the next number of a sequence that starts from the seed, so eet's rounds seed
+# themselves (and seed again after a failed generation) from it. It is compiled with the
+# machine's gcc as the owner: a compiler of the agent's that made it ignore the seed would only
+# make the results another seed's (the bank's answers are a real eet's for this one).
+EET_SEED=${VARIANT_EET_SEED:-$(($(rand_below 999999) + 1))}
+echo "eet_seed: $EET_SEED" >"$LOG_DIR/eet_seed.txt"
+SEEDED="$SCRATCH/seeded"
+VRUN="$SEEDED/test1"
+mkdir -p "$VRUN"
+cat >"$SEEDED/seed.c" <<'SEED_C'
+#include <stdlib.h>
+static unsigned long long state;
+static int ready;
+unsigned int _ZNSt13random_device9_M_getvalEv(void *self) {
+  (void)self;
+  if (!ready) {
+    const char *s = getenv("DEPLOYBENCH_EET_SEED");
+    state = s ? strtoull(s, 0, 10) : 1;
+    ready = 1;
+  }
+  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (unsigned int)(state >> 33);
+}
+SEED_C
+chown -R "$OWNER" "$SEEDED"
+{
+  echo "== drawn run: eet --sqlite=test1.db with std::random_device from seed $EET_SEED, until its first round's third test (90 s at most)"
+  cd "$SEEDED" && rc_of seed_library as_owner gcc -shared -fPIC -O2 -o seed.so seed.c
+  echo "seed library build exit code: $(cat "$LOG_DIR/seed_library.rc")"
+: >"$SCRATCH/seeded.log"
+  (cd "$VRUN" && exec setsid "$TOOLS/as_owner" "$TOOLS/busybox" env LD_PRELOAD="$SEEDED/seed.so" \
+    DEPLOYBENCH_EET_SEED="$EET_SEED" "$BIN" --sqlite=test1.db) >"$SCRATCH/seeded.log" 2>&1 &
+  SEEDED_PID=$!
+  i=0
+  while [ $i -lt 450 ] && kill -0 "$SEEDED_PID" 2>/dev/null && ! grep -q '^\[2\]$' "$SCRATCH/seeded.log" 2>/dev/null; do
+    sleep 0.2
+    i=$((i + 1))
+  done
+  kill -KILL -- "-$SEEDED_PID" 2>/dev/null
+  wait "$SEEDED_PID" 2>/dev/null
+  grep -q '^\[2\]$' "$SCRATCH/seeded.log" && echo "reached: third test" || echo "reached: $(tail -n 1 "$SCRATCH/seeded.log")"
+} >"$LOG_DIR/04_drawn_run.log" 2>&1
+# The log up to the third test's line, without what the machine's speed and cores decide.
+sed '/^\[2\]$/q' "$SCRATCH/seeded.log" | grep -v -e '^running on CPU core ' -e 'time: ' \
+  -e '^test throughput: ' -e '^execution percentage: ' >"$SCRATCH/seeded_cut.log"
+collect "$SCRATCH/seeded_cut.log" seeded_eet.log
+collect "$VRUN/db_setup.sql" seeded_db_setup.sql
+{
+  echo "generated_sql: $([ -f "$VRUN/db_setup.sql" ] && sha256sum <"$VRUN/db_setup.sql" | cut -c1-64 || echo none)"
+  echo "run_digest: $(sha256sum <"$SCRATCH/seeded_cut.log" | cut -c1-64)"
+} >"$LOG_DIR/seeded.txt"
 exit 0
