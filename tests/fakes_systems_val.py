@@ -248,8 +248,7 @@ def eet_echo(tmp_path):
     return _eet(
         tmp_path,
         'echo "random seed: ${DEPLOYBENCH_EET_SEED:-1234567} ... " >&2\n'
-        'echo "create table t${DEPLOYBENCH_EET_SEED:-0} (c1 int);" > db_setup.sql\n'
-        + _EET_BODY,
+        'echo "create table t${DEPLOYBENCH_EET_SEED:-0} (c1 int);" > db_setup.sql\n' + _EET_BODY,
     )
 
 
