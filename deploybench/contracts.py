@@ -202,10 +202,10 @@ VERDICT = {
         },
         "seconds": {"type": "number"},
         # The verifier's variant (deploybench/verify/bank.py): `present` when its results were
-        # compared with a bank's real runs, `none` or `stale` when they were compared with
-        # nothing (`none` also where the verifier declares no variants). Optional: older
-        # verdicts lack it.
-        "bank": {"enum": ["present", "none", "stale"]},
+        # compared with a bank's real runs, `none`, `stale` or `elsewhere` (a bank made on
+        # other machine kinds only) when they were compared with nothing (`none` also where
+        # the verifier declares no variants). Optional: older verdicts lack it.
+        "bank": {"enum": ["present", "none", "stale", "elsewhere"]},
         "variant": {"type": ["string", "null"]},
     },
 }

@@ -140,6 +140,29 @@ def test_an_attempt_gets_a_variant_its_run_has_not_used(tmp_path, monkeypatch):
     assert bank.drawn(TINYTRAIN, None, set(), random.Random(1))["bank"] == "none"
 
 
+def test_a_bank_serves_only_the_machine_kind_it_was_made_on(tmp_path, monkeypatch):
+    monkeypatch.setattr(bank, "spec_of", lambda task_id: SPEC)
+    runs = [{"inputs": {"seed": 1, "size": 8}, "log_dir": _logs(tmp_path, "1", 1), "seconds": 1}]
+    folder = tmp_path / "banks"
+    made = {"task": TINYTRAIN, "image": "debian12", "cpu_only": False}
+    bank.save(folder, TINYTRAIN, bank.record(SPEC, runs, made))
+    here = bank.drawn(TINYTRAIN, folder, set(), random.Random(1), machine="debian12")
+    assert here["bank"] == "present" and here["expected"]["loss"] == 1.0
+    # Another image's libraries, or a CPU standing in for the task's GPU: not compared.
+    for other in ("ubuntu2204", bank.kind("debian12", True)):
+        there = bank.drawn(TINYTRAIN, folder, set(), random.Random(1), machine=other)
+        assert there["bank"] == "elsewhere" and "expected" not in there, there
+        assert set(there["inputs"]) == {"seed", "size"}
+    # Run again on another kind (--bank-again there), the bank serves both.
+    bank.save(folder, TINYTRAIN, bank.record(SPEC, runs, {**made, "image": "ubuntu2204"}))
+    assert bank.machine_kinds(json.loads((folder / f"{TINYTRAIN}.json").read_text())) == [
+        "debian12",
+        "ubuntu2204",
+    ]
+    there = bank.drawn(TINYTRAIN, folder, set(), random.Random(1), machine="ubuntu2204")
+    assert there["bank"] == "present"
+
+
 def test_saving_again_keeps_the_earlier_variants(tmp_path):
     first = bank.record(
         SPEC, [{"inputs": {"seed": 1}, "log_dir": _logs(tmp_path, "a", 1), "seconds": 1}],
@@ -453,6 +476,19 @@ def test_validate_references_makes_a_bank_and_the_reference_passes_against_it(
     assert again["spread"] == {"loss": 0.0, "accuracy": 0.0} and again["made"][1]["again"]
     assert [m["variants"] for m in again["made"]] == [3, 3]  # what ran, not a limit
     assert [v["results"] for v in again["variants"]] == [v["results"] for v in made["variants"]]
+    # A bank whose real runs were all made on another image (a cloud machine's) is not used on
+    # this one: the verdict says so, and the reference passes on its other checks.
+    elsewhere = {**again, "made": [{**m, "image": "ubuntu2204"} for m in again["made"]]}
+    (banks / f"{TINYTRAIN}.json").write_text(json.dumps(elsewhere))
+    run_cli(
+        "run", "--agent", "reference", "--tasks", TINYTRAIN, "--bank-dir", banks,
+        "--run-id", "elsewhere", timeout=1200,
+    )  # fmt: skip
+    attempt = runs / "elsewhere" / TINYTRAIN / "reference" / "1"
+    verdict = runfolder.read_verdict(attempt)
+    assert verdict["passed"] is True and verdict["bank"] == "elsewhere", verdict
+    assert not [c for c in verdict["layer2"]["checks"] if c["name"].startswith("variant_")]
+    assert runfolder.read_verify(attempt).variant["bank"] == "elsewhere"
     shutil.rmtree(banks)
     # Nothing to run again: said before any machine starts.
     refused = run_cli(

@@ -66,6 +66,10 @@ BANK_WORDS = {
     "present": "compared with a variant bank's real runs",
     "none": "with no bank (no result compared with a real run's)",
     "stale": "with a stale bank, unused (inputs drawn, results compared with nothing)",
+    "elsewhere": (
+        "with a bank made on another machine kind only, unused (inputs drawn, results compared "
+        "with nothing)"
+    ),
 }
 
 

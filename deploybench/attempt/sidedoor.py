@@ -78,10 +78,12 @@ def begin(
     tasks_dir: Path = TASKS_DIR,
     root: Path = REPO_ROOT,
     bank_dir: str | None = None,
+    image: str | None = None,
 ) -> dict[str, Any]:
     """Everything the playbook needs from the controller before it touches the machine. The
-    verifier's variant is drawn here (from the bank in BANK_DIR where the task has one) and
-    kept in the attempt folder: the machine sees its inputs only when the experiment runs."""
+    verifier's variant is drawn here (from the bank in BANK_DIR where the task has one, made on
+    the attempt's IMAGE) and kept in the attempt folder: the machine sees its inputs only when
+    the experiment runs."""
     from deploybench.attempt import agents
     from deploybench.catalog import staging
 
@@ -115,6 +117,7 @@ def begin(
             bank.root(bank_dir),
             runfolder.variants_drawn(attempt.parent.parent.parent, task_id),
             random.SystemRandom(),
+            machine=bank.kind(image, cpu_only) if image else None,
         )
         runfolder.write_variant(attempt, variant)
         script = Path(paths["machine_script"])
@@ -397,6 +400,7 @@ def answer(verb: str, args: dict[str, Any]) -> dict[str, Any]:
             stage_only=bool(args.get("stage_only")),
             cpu_only=bool(args.get("cpu_only")),
             bank_dir=args.get("bank_dir") or None,
+            image=args.get("image") or None,
         )
     if verb == "bank_run":
         rc = args.get("rc")
@@ -490,6 +494,7 @@ _ATTEMPT = click.Path(file_okay=False, path_type=Path)
 @click.option("--cpu-only/--not-cpu-only", default=False, help="The CPU validation of a GPU task.")
 @click.option("--stage-only/--not-stage-only", default=False, help="No verifier is needed.")
 @click.option("--bank-dir", default="", help="The operator's variant banks (verify/bank.py).")
+@click.option("--image", default="", help="The machine's image: only a bank made on it is used.")
 def _begin(
     task_id: str,
     agent: str,
@@ -498,9 +503,10 @@ def _begin(
     stage_only: bool,
     cpu_only: bool,
     bank_dir: str,
+    image: str,
 ) -> None:
     args = {"task": task_id, "agent": agent, "attempt": attempt, "host": host}
-    args |= {"stage_only": stage_only, "cpu_only": cpu_only, "bank_dir": bank_dir}
+    args |= {"stage_only": stage_only, "cpu_only": cpu_only, "bank_dir": bank_dir, "image": image}
     click.echo(json.dumps(answer("begin", args)))
 
 

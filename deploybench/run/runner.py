@@ -214,6 +214,8 @@ class Runner:
                 extravars["agent_reference_step_seconds"] = self.o.step_seconds
             if self.o.bank_dir:
                 extravars["bank_dir"] = str(self.o.bank_dir)
+                # Its variants serve machines of the kind they were made on only.
+                extravars["bank_image"] = self.o.image or self.o.backend.default_image
             outside = self.o.backend.judges_from_outside
             if outside:
                 extravars["post_agent_outside"] = True

@@ -105,13 +105,34 @@ def load(folder: Path | None, task_id: str, spec: dict[str, Any]) -> tuple[dict 
     return data, "present"
 
 
-def drawn(task_id: str, folder: Path | None, used: set[str], rng: random.Random) -> dict:
+def machine_kinds(bank: dict[str, Any]) -> list[str]:
+    """The machine kinds a bank's real runs were made on: the image, and `cpu-only` for the CPU
+    validation of a GPU task (its floats are not the GPU's)."""
+    return sorted({kind(m.get("image") or "", bool(m.get("cpu_only"))) for m in bank["made"]})
+
+
+def kind(image: str, cpu_only: bool) -> str:
+    return f"{image}, cpu-only" if cpu_only else image
+
+
+def drawn(
+    task_id: str,
+    folder: Path | None,
+    used: set[str],
+    rng: random.Random,
+    machine: str | None = None,
+) -> dict:
     """The variant of one attempt: from the bank, one its run has not used yet where any is
-    left; without a bank, inputs drawn here. What the controller keeps (variant.json)."""
+    left; without a bank, inputs drawn here. MACHINE (kind()) is the attempt's machine kind: a
+    bank made on other kinds only is not used (`elsewhere`), since what the real code gives
+    may depend on the image's libraries (eet's sqlite3, seurat's R) or on the CPU standing in
+    for a GPU. What the controller keeps (variant.json)."""
     spec = spec_of(task_id)
     if spec is None:
         return {"bank": "none", "declared": False}
     bank, state = load(folder, task_id, spec)
+    if bank is not None and machine is not None and machine not in machine_kinds(bank):
+        bank, state = None, "elsewhere"
     if bank is None:
         return {"bank": state, "declared": True, "inputs": draw_inputs(spec, rng)}
     fresh = [v for v in bank["variants"] if v["id"] not in used]
