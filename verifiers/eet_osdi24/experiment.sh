@@ -135,9 +135,22 @@ chown -R "$OWNER" "$SEEDED"
 sed '/^\[2\]$/q' "$SCRATCH/seeded.log" | grep -v -e '^running on CPU core ' -e 'time: ' \
   -e '^test throughput: ' -e '^execution percentage: ' >"$SCRATCH/seeded_cut.log"
 collect "$SCRATCH/seeded_cut.log" seeded_eet.log
-collect "$VRUN/db_setup.sql" seeded_db_setup.sql
+# The SQL EET generated: its database's statements, and where the run ended by itself (a
+# statement SQLite rejected, often while the database was being made: no db_setup.sql then) the
+# last statement it sent and the one it saved. A run stopped at its third test leaves the
+# database's only: the statement being sent at that moment is the machine's timing's.
+GENERATED="db_setup.sql"
+grep -q '^\[2\]$' "$SCRATCH/seeded.log" || GENERATED="db_setup.sql sqlite3_test.sql unexpected.sql"
+: >"$SCRATCH/generated.sql"
+for f in $GENERATED; do
+  if [ -f "$VRUN/$f" ] && [ ! -L "$VRUN/$f" ]; then
+    echo "== $f" >>"$SCRATCH/generated.sql"
+    cat "$VRUN/$f" >>"$SCRATCH/generated.sql"
+  fi
+done
+collect "$SCRATCH/generated.sql" seeded_generated.sql
 {
-  echo "generated_sql: $([ -f "$VRUN/db_setup.sql" ] && sha256sum <"$VRUN/db_setup.sql" | cut -c1-64 || echo none)"
+  echo "generated_sql: $([ -s "$SCRATCH/generated.sql" ] && sha256sum <"$SCRATCH/generated.sql" | cut -c1-64 || echo none)"
   echo "run_digest: $(sha256sum <"$SCRATCH/seeded_cut.log" | cut -c1-64)"
 } >"$LOG_DIR/seeded.txt"
 exit 0
