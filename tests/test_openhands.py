@@ -234,13 +234,22 @@ def test_openhands_solves_the_demo_and_its_scenarios(root_host, runs, state_home
     # make's error with exit code 0); the converter reports what OpenHands reported. So the
     # trajectory must show the failure where OpenHands put it: make's error in an observation
     # and a non-zero exit code on make's command or on the one its output landed on.
+    # And once (2026-12-06, the first minutes of `make test`: four OpenHands attempts beside the
+    # other worker's machines) OpenHands lost make's output altogether: its own event stream
+    # (trajectory.native.jsonl) holds no make error either. The converter must show the error
+    # exactly when OpenHands recorded it: never drop it, never invent it.
+    native = (attempt / "trajectory.native.jsonl").read_text()
     failed_make = [e for e in commands if "make: ***" in (e.get("output") or "")]
     print(
-        "observations holding make's error:", [(e["command"], e["exit_code"]) for e in failed_make]
-    )
-    assert failed_make, [(e["command"], e["exit_code"]) for e in commands]
-    makes = [e for e in commands if e["command"].strip() == "make"]
-    assert any(e["exit_code"] != 0 for e in [*failed_make, *makes]), commands
+        "observations holding make's error:", [(e["command"], e["exit_code"]) for e in failed_make],
+        "; in OpenHands' own events:", "make: ***" in native,
+    )  # fmt: skip
+    assert bool(failed_make) == ("make: ***" in native), [
+        (e["command"], e["exit_code"]) for e in commands
+    ]
+    if failed_make:
+        makes = [e for e in commands if e["command"].strip() == "make"]
+        assert any(e["exit_code"] != 0 for e in [*failed_make, *makes]), commands
     assert [e["kind"] for e in events].count("task_tracker") == 1
     assert events[-1]["kind"] == "finish"
     assert (attempt / "trajectory.native.jsonl").is_file()
