@@ -346,7 +346,7 @@ def _bank_runs(request: RunRequest, folder: Path | None, chosen: dict[str, dict]
         if request.bank_again:
             out[task_id] = len(bank.again(folder, task_id, spec, request.bank))
         else:
-            out[task_id] = request.bank + int(spec.get("repeats", bank.DEFAULT_REPEATS))
+            out[task_id] = bank.most_runs(spec, request.bank)
     return out
 
 

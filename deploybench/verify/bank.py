@@ -277,8 +277,16 @@ def plan(spec: dict[str, Any], n: int, rng: random.Random) -> list[dict[str, Any
         if len(seen) == n:
             break
     draws = list(seen.values())
-    repeats = min(spec.get("repeats", DEFAULT_REPEATS), len(draws))
-    return draws + draws[:repeats]
+    return draws + draws[: _repeats(spec, len(draws))]
+
+
+def _repeats(spec: dict[str, Any], distinct: int) -> int:
+    return min(int(spec.get("repeats", DEFAULT_REPEATS)), distinct)
+
+
+def most_runs(spec: dict[str, Any], n: int) -> int:
+    """The most experiments plan(spec, n) asks for (fewer when the input space is smaller)."""
+    return n + _repeats(spec, n)
 
 
 def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
