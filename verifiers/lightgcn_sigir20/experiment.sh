@@ -3,10 +3,15 @@
 # Runs the README's 3-layer LightGCN command (LightGCN.py, the agent's C++ evaluator) with the
 # agent's environment ($WORKDIR/env/bin/python), as the owner of WORKDIR, for 20 epochs (the first
 # test is at epoch 20) on a HIDDEN dataset written here in LightGCN's format: 400 users in 10
-# taste groups of 30 items, drawn with a seed chosen now; each user has 8 training and 4 test items
-# of its group. A model that trains learns the groups (recall@20 near 0.9 here); a random or
-# untrained scorer finds about 20/292 of them. --data_path and --proj_path point into SCRATCH, so
-# only what is written now is seen. The log and output/hidden/LightGCN.result are collected;
+# taste groups of 30 items; each user has 8 training and 4 test items of its group. A model that
+# trains learns the groups (recall@20 near 0.9 here); a random or untrained scorer finds about
+# 20/292 of them. --data_path and --proj_path point into SCRATCH, so only what is written now is
+# seen. One seed, the controller's draw ($VARIANT_SEED, checks.yaml's variants) or else one drawn
+# here, makes the dataset and seeds the training: LightGCN.py seeds nothing (its initial
+# embeddings come from TensorFlow's unseeded initializer, its batches from random and numpy), so a
+# few lines of the verifier's set TensorFlow's graph seed and numpy's and random's before
+# LightGCN.py runs, unchanged, as __main__; one seed then gives one set of losses and metrics,
+# which the operator's bank holds. The log and output/hidden/LightGCN.result are collected;
 # checks.yaml judges them on the controller. A GPU task: nvidia-smi's list of compute processes is
 # sampled every 2 s while it trains and TensorFlow's GPU list is collected; a run on a machine
 # without a GPU (the local backend) or one that fell back to the CPU fails those checks by design.
@@ -59,7 +64,20 @@ for f in "$WORKDIR"/evaluator/cpp/apt_evaluate_foldout* "$WORKDIR"/evaluator/cpp
     echo "$name magic $(head -c4 "$f" | od -An -tx1 | tr -d ' \n') init $init"
   fi
 done >"$LOG_DIR/evaluator.txt" 2>&1
-SEED=$(rand_below 100000)
+# The hidden seed: the controller's draw, else one drawn here (no bank then).
+SEED=${VARIANT_SEED:-$(($(rand_below 99999) + 1))}
+# LightGCN.py run as it is, as __main__ (its flags parse sys.argv): the seeds are set after
+# TensorFlow's v2 behaviour is turned off (the port does it again at LightGCN.py's import), since a
+# graph seed set in eager mode would not reach the graph the model is built in.
+SEEDED='import random, runpy, sys
+seed = int(sys.argv[1])
+sys.argv[:2] = ["LightGCN.py"]
+import numpy, tensorflow
+tensorflow.compat.v1.disable_v2_behavior()
+tensorflow.compat.v1.set_random_seed(seed)
+numpy.random.seed(seed)
+random.seed(seed)
+runpy.run_path("LightGCN.py", run_name="__main__")'
 mkdir -p "$DATA"
 awk -v seed="$SEED" -v dir="$DATA" '
 BEGIN {
@@ -101,9 +119,9 @@ sample_gpu &
 SAMPLER=$!
 
 {
-  echo "== training: env/bin/python LightGCN.py $RUN_ARGS"
+  echo "== training: env/bin/python LightGCN.py $RUN_ARGS, seeded with $SEED"
   # shellcheck disable=SC2086 # RUN_ARGS is a list of flags without spaces
-  cd "$WORKDIR" && rc_of train as_owner timeout 900 "$PY_ENV" LightGCN.py $RUN_ARGS >"$SCRATCH/train.out" 2>&1
+  cd "$WORKDIR" && rc_of train as_owner timeout 900 "$PY_ENV" -c "$SEEDED" "$SEED" $RUN_ARGS >"$SCRATCH/train.out" 2>&1
   collect "$SCRATCH/train.out" train_output.txt
   tail -c 20000 "$SCRATCH/train.out"
   echo "exit code: $(cat "$LOG_DIR/train.rc")"
