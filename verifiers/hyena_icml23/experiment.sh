@@ -8,6 +8,11 @@
 # nvidia-smi's list of compute processes is sampled every 2 s. The Hydra run folder is a fresh one
 # in SCRATCH, so only this run's checkpoints are seen. checks.yaml judges the collected files on
 # the controller (a GPU task passes only with GPU evidence). RUNBOOK.MD is never read.
+# One seed, the controller's draw ($VARIANT_SEED, checks.yaml's variants) or else one drawn here,
+# is both the data's (dataset.seed: the associative-recall examples synthetics.py generates) and
+# the training's (train.seed: train.py's seed_everything, the initial weights, dropout and the
+# batches' order); the config's own are 0 and 0, so without it every run would learn the same
+# examples from the same start.
 PY_ENV="$WORKDIR/env/bin/python"
 RUN_DIR="$SCRATCH/run"
 # CPU_ONLY is written by the controller into this script (1 only in the CPU validation of the
@@ -15,6 +20,8 @@ RUN_DIR="$SCRATCH/run"
 ACCELERATOR=gpu
 [ "$CPU_ONLY" = 1 ] && ACCELERATOR=cpu
 NVSMI_PATH=$SYSTEM_PATH
+# The hidden seed: the controller's draw, else one drawn here (no bank then).
+SEED=${VARIANT_SEED:-$(($(rand_below 99999) + 1))}
 
 # The python that trains, vouched (a wrapper script, or an ELF no Debian package lists, shows in
 # runtime.txt), and the start-up hooks it would run (a .pth or sitecustomize swapping the
@@ -62,11 +69,12 @@ sample_gpu &
 SAMPLER=$!
 
 {
-  echo "== experiment: env/bin/python -m train experiment=synthetics/associative_recall/hyena-131k-30vs (quick form) trainer.accelerator=$ACCELERATOR wandb=null"
+  echo "== experiment: env/bin/python -m train experiment=synthetics/associative_recall/hyena-131k-30vs (quick form) trainer.accelerator=$ACCELERATOR wandb=null, seeded with $SEED"
   cd "$WORKDIR" && rc_of train as_owner timeout 1500 "$PY_ENV" -m train \
     experiment=synthetics/associative_recall/hyena-131k-30vs \
     dataset.input_seq_len=256 dataset.vocab_size=10 dataset.num_examples=2000 \
-    dataset.num_test_examples=200 trainer.max_epochs=10 trainer.accelerator=$ACCELERATOR \
+    dataset.num_test_examples=200 "dataset.seed=$SEED" "train.seed=$SEED" \
+    trainer.max_epochs=10 trainer.accelerator=$ACCELERATOR \
     trainer.devices=1 wandb=null "hydra.run.dir=$RUN_DIR" >"$SCRATCH/train.out" 2>&1
   collect "$SCRATCH/train.out" train_output.txt
   tail -c 20000 "$SCRATCH/train.out"
