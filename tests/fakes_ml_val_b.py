@@ -115,8 +115,9 @@ echo "eval_score_matrix_foldout with cpp"
 echo "n_users={n_users}, n_items={n_items}"
 echo "Epoch 1 [4.9s]: train==[0.66844=0.66843 + 0.00001]"
 echo "Epoch 19 [0.3s]: train==[0.05190=0.05115 + 0.00075]"
-echo "Epoch 20 [0.3s + 0.2s]: test==[0.05=0.05 + 0.0], recall=[{recall}], precision=[0.2], ndcg=[0.5]"
-echo "Best Iter=[0]@[12.3]	recall=[{recall}], precision=[0.2], ndcg=[0.5]"
+tail="precision=[0.2], ndcg=[0.5]"
+echo "Epoch 20 [0.3s + 0.2s]: test==[0.05=0.05 + 0.0], recall=[{recall}], $tail"
+echo "Best Iter=[0]@[12.3]	recall=[{recall}], $tail"
 mkdir -p "$proj/output/$ds"
 {{ echo "embed_size=64, lr=0.0050, layer_size=[64,64,64]"
   printf '\\tBest Iter=[0]@[12.3]\\trecall=[{recall}]\\n'; }} >> "$proj/output/$ds/LightGCN.result"
@@ -140,7 +141,8 @@ def lightgcn(fake):
         # Debian's python (vouched) with a .pth that hands the whole run, the verifier's seeded
         # launcher and its seed included, to the body before the first line of it runs: the body
         # sees what a real LightGCN.py would be given, and the bank's figures are what it lacks.
-        return build(tmp_path, "stub_interpreter", body, "LightGCN.py", LIGHTGCN_FILES, hook="zz_speedup.pth")
+        hooked = "stub_interpreter"
+        return build(tmp_path, hooked, body, "LightGCN.py", LIGHTGCN_FILES, hook="zz_speedup.pth")
 
     return make
 
@@ -254,7 +256,8 @@ for a in "$@"; do case "$a" in hydra.run.dir=*) run=${{a#*=}};;
 acc={acc}
 echo "GPU available: True (cuda), used: True"
 bar="100%| 151/151 [00:17<00:00, loss=0.992"
-echo "Epoch $((epochs - 1)): $bar, val/accuracy_ignore_index=$acc, val/loss=0.555, val/perplexity=1.740]"
+val="val/accuracy_ignore_index=$acc, val/loss=0.555, val/perplexity=1.740"
+echo "Epoch $((epochs - 1)): $bar, $val]"
 echo "\\`Trainer.fit\\` stopped: \\`max_epochs=$epochs\\` reached."
 mkdir -p "$run/checkpoints"
 head -c 4096 /dev/zero > "$run/checkpoints/epoch=$((epochs - 1))-step=1250.ckpt"
