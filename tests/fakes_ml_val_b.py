@@ -252,7 +252,7 @@ def _hyena_body(acc):
         + f"""
 run=.; epochs=10; seed=0
 for a in "$@"; do case "$a" in hydra.run.dir=*) run=${{a#*=}};;
-  trainer.max_epochs=*) epochs=${{a#*=}};; dataset.seed=*) seed=${{a#*=}};; esac; done
+  trainer.max_epochs=*) epochs=${{a#*=}};; *dataset.seed=*) seed=${{a#*=}};; esac; done
 acc={acc}
 echo "GPU available: True (cuda), used: True"
 bar="100%| 151/151 [00:17<00:00, loss=0.992"

@@ -12,7 +12,8 @@
 # is both the data's (dataset.seed: the associative-recall examples synthetics.py generates) and
 # the training's (train.seed: train.py's seed_everything, the initial weights, dropout and the
 # batches' order); the config's own are 0 and 0, so without it every run would learn the same
-# examples from the same start.
+# examples from the same start. The dataset's config names no seed (the class's default, 0, is
+# used), so Hydra is told to add or override it (`++`).
 PY_ENV="$WORKDIR/env/bin/python"
 RUN_DIR="$SCRATCH/run"
 # CPU_ONLY is written by the controller into this script (1 only in the CPU validation of the
@@ -73,7 +74,7 @@ SAMPLER=$!
   cd "$WORKDIR" && rc_of train as_owner timeout 1500 "$PY_ENV" -m train \
     experiment=synthetics/associative_recall/hyena-131k-30vs \
     dataset.input_seq_len=256 dataset.vocab_size=10 dataset.num_examples=2000 \
-    dataset.num_test_examples=200 "dataset.seed=$SEED" "train.seed=$SEED" \
+    dataset.num_test_examples=200 "++dataset.seed=$SEED" "train.seed=$SEED" \
     trainer.max_epochs=10 trainer.accelerator=$ACCELERATOR \
     trainer.devices=1 wandb=null "hydra.run.dir=$RUN_DIR" >"$SCRATCH/train.out" 2>&1
   collect "$SCRATCH/train.out" train_output.txt
