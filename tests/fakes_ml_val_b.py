@@ -17,8 +17,9 @@ each fake is named in its builder's comment.
   at; the stand-in run.py fails its pin too. lightgcn's seed is a bank variant too (since
   2026-12-06): its echo (the seed, the only number on the seeded launcher's command line, handed
   back as the recall) and constant (the recorded run's figures) run behind a .pth of Debian's
-  python that is given the verifier's whole command line, against the tests' own variant; so do
-  hyena's (the seed read from its dataset.seed override, or the recorded run's accuracy)."""
+  python that is given the verifier's whole command line, against the tests' own variant.
+  hyena's echo (the seed read from its dataset.seed override) and constant (the recorded run's
+  accuracy) are its train.py rewritten, as above, and are played against a test variant too."""
 
 import os
 import subprocess
