@@ -1,5 +1,5 @@
-"""An HTTP proxy in front of the moto server that answers one chosen API call with an error
-once, and passes everything else through: a cloud API's passing error, made on purpose.
+"""An HTTP proxy in front of the moto server that answers chosen API calls with an error and
+passes everything else through: a cloud API's passing error, made on purpose.
 
 It reproduces what CI once met: the AWS provider's RevokeSecurityGroupEgress answered with
 InvalidPermission.NotFound just after the group was created."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -25,9 +25,12 @@ def ec2_error(code: str, message: str) -> bytes:
 
 
 @contextmanager
-def fail_once(upstream: str, marker: bytes, status: int, body: bytes) -> Iterator[dict]:
-    """Yield {"url": ..., "fired": 0}: the first request whose body holds `marker` gets
-    `status` and `body` instead of reaching `upstream`."""
+def failing(
+    upstream: str, doomed: Callable[[bytes], bool], status: int, body: bytes
+) -> Iterator[dict]:
+    """Yield {"url": ..., "fired": 0}: every request whose body `doomed` answers True for
+    gets `status` and `body` instead of reaching `upstream` ("fired" counts them). `doomed`
+    is called under a lock, one request at a time, so it may keep state."""
     state = {"fired": 0}
     lock = threading.Lock()
 
@@ -37,7 +40,7 @@ def fail_once(upstream: str, marker: bytes, status: int, body: bytes) -> Iterato
         def _relay(self) -> None:
             data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             with lock:
-                fire = marker in data and state["fired"] == 0
+                fire = doomed(data)
                 if fire:
                     state["fired"] += 1
             if fire:

@@ -5,12 +5,15 @@ attempt exactly once with the run's own options."""
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import machine_processes, run_cli, run_results, start_run
+from deploybench.backends import MachineRequest
+from tests.conftest import REPO, machine_processes, run_cli, run_results, start_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.privileged]
 
@@ -125,6 +128,59 @@ def test_resume_restores_the_runs_options(root_host, runs, state_home, tmp_path)
     second = json.loads((run_dir / TASK / "stuck/2/machine/deployment.json").read_text())
     assert second["request"]["image"] == "debian12"
     _nothing_left(state_home)
+
+
+_STOPPED_IN_OPEN_FOR = """
+import json, os, signal, sys
+from deploybench.backends import MachineRequest, deployments
+
+def stop_here(*args, **kwargs):  # owner.json is about to be written: stop, to be killed
+    os.kill(os.getpid(), signal.SIGSTOP)
+
+deployments.json.dumps = stop_here
+deployments.open_for(MachineRequest(run_id=sys.argv[1]), owner={"run_dir": "/nowhere"})
+"""
+
+
+def test_a_controller_killed_while_making_a_deployments_folder_leaves_nothing_listed(state_home):
+    """The instant the resume test once hit in CI: the attempt's deployment folder made, its
+    owner.json not yet there, the controller SIGKILLed. No run could claim such a folder, so
+    it stayed for good. Now it is made hidden and renamed when whole; a dead maker's hidden
+    folder is forgotten by the next listing, a living maker's is left alone."""
+    from deploybench.backends import deployments
+
+    procs = []
+    for run_id in ("dead-maker", "live-maker"):
+        proc = subprocess.Popen([sys.executable, "-c", _STOPPED_IN_OPEN_FOR, run_id], cwd=REPO)
+        _wait_for(lambda pid=proc.pid: _stopped(pid), f"{run_id} stopped in open_for", 60)
+        procs.append(proc)
+    made = sorted(p.name for p in _deployments(state_home))
+    assert made == sorted(
+        f".{r}.{p.pid}.making" for r, p in zip(("dead-maker", "live-maker"), procs, strict=True)
+    )
+    procs[0].kill()
+    procs[0].wait(timeout=30)
+
+    assert deployments.listed() == []
+    assert [p.name for p in _deployments(state_home)] == [f".live-maker.{procs[1].pid}.making"]
+    assert run_cli("machines").stdout.strip() == "no machines"
+    procs[1].kill()
+    procs[1].wait(timeout=30)
+    assert deployments.listed() == [] and _deployments(state_home) == []
+
+    # Not stopped, open_for makes the folder whole, owner and all, under its own name.
+    folder = deployments.open_for(MachineRequest(run_id="whole"), owner={"run_dir": "/r"})
+    assert [p.name for p in _deployments(state_home)] == ["whole"]
+    assert deployments.owner(folder) == {"run_dir": "/r"}
+    with pytest.raises(FileExistsError):
+        deployments.open_for(MachineRequest(run_id="whole"))
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+    except (OSError, IndexError):
+        return False
 
 
 def test_resume_refuses_a_run_that_does_not_exist(runs, state_home):

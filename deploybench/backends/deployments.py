@@ -28,14 +28,36 @@ def new_id() -> str:
 
 def open_for(request: MachineRequest, owner: dict | None = None) -> Path:
     """The deployment's folder in the state folder, made (with who owns it) before any machine
-    is; the backend then records the request there before it starts anything."""
-    folder = deployments_dir() / request.run_id
-    folder.mkdir(parents=True, mode=0o700)
+    is; the backend then records the request there before it starts anything.
+
+    It appears whole: made under a hidden name that carries our pid, owner.json written, then
+    renamed. A controller killed in between leaves a hidden folder that listed() forgets once
+    its maker is dead, never a visible folder without an owner, which no run's cleanup would
+    claim and which would stay listed for good."""
+    root = deployments_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    folder = root / request.run_id
+    if folder.exists():
+        raise FileExistsError(f"deployment {request.run_id!r} exists: {folder}")
+    making = root / f".{request.run_id}.{os.getpid()}{_MAKING}"
+    making.mkdir(mode=0o700)
     if owner is not None:
-        tmp = folder / "owner.json.tmp"
-        tmp.write_text(json.dumps(owner))
-        tmp.replace(folder / "owner.json")
+        (making / "owner.json").write_text(json.dumps(owner))
+    making.rename(folder)
     return folder
+
+
+_MAKING = ".making"
+
+
+def _forget_unfinished(root: Path) -> None:
+    """Remove the hidden folders of open_for whose maker died before renaming them: no machine
+    was started for them (that comes after the rename). A living maker's folder is kept."""
+    for making in root.glob(f".*{_MAKING}"):
+        pid = making.name[: -len(_MAKING)].rsplit(".", 1)[-1]
+        if pid.isdigit() and Path(f"/proc/{pid}").exists():
+            continue
+        shutil.rmtree(making, ignore_errors=True)
 
 
 def owner(folder: Path) -> dict:
@@ -111,7 +133,12 @@ def listed() -> list[tuple[str, Path, dict]]:
     """(backend, folder, record) of every deployment, oldest first."""
     rows = []
     root = deployments_dir()
-    for folder in sorted(root.glob("*"), key=lambda p: p.stat().st_mtime) if root.is_dir() else []:
+    if not root.is_dir():
+        return rows
+    _forget_unfinished(root)
+    for folder in sorted(
+        (p for p in root.iterdir() if not p.name.startswith(".")), key=lambda p: p.stat().st_mtime
+    ):
         try:
             record = json.loads((folder / "deployment.json").read_text())
         except (FileNotFoundError, json.JSONDecodeError):
