@@ -50,6 +50,21 @@ def test_the_window_is_the_role_and_its_shared_roles_and_ends_at_the_harness():
     assert got["stopped_at"]["path"] == "gpu_driver/tasks/main.yml:25"
 
 
+def test_a_role_argument_check_is_placed_in_its_playbook_not_the_checkout():
+    # A role's argument spec is checked by a task Ansible places at the playbook's include line,
+    # whose path is the checkout's: the task file must not record where the harness was cloned.
+    events = [
+        _event(
+            "runner_on_failed",
+            "Validating arguments against arg spec 'main'",
+            path="/work/some-clone/playbooks/run_task.yml:10",
+            msg="missing required arguments: demo_data_url",
+        )
+    ]
+    got = prefix.summarize(events, TASK)
+    assert got["stopped_at"]["path"] == "playbooks/run_task.yml:10"
+
+
 def test_an_ignored_error_is_not_where_it_stopped_and_a_clean_run_is_none():
     events = [
         _event("runner_on_ok", "one"),

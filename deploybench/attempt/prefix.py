@@ -210,6 +210,10 @@ def summarize(events: list[dict[str, Any]], role: str, probe=reachable) -> dict[
 
 
 def _role_path(task_path: str) -> str:
-    """A task's place as <role>/tasks/<file>:<line>, without the checkout it was run from."""
-    match = re.search(r"([^/]+/tasks/[^/]+:\d+)$", task_path)
+    """A task's place as <role>/tasks/<file>:<line> (or playbooks/<file>:<line>, where a role's
+    argument check is reported), without the checkout it was run from: the record goes into the
+    task file, which names nothing outside the repository."""
+    match = re.search(r"([^/]+/tasks/[^/]+:\d+)$", task_path) or re.search(
+        r"(playbooks/[^/]+:\d+)$", task_path
+    )
     return match.group(1) if match else task_path
