@@ -26,6 +26,10 @@ def new_id() -> str:
     return "p" + secrets.token_hex(3)
 
 
+# open_for's folder while it is being made: .<id>.<pid>.making
+_MAKING = ".making"
+
+
 def open_for(request: MachineRequest, owner: dict | None = None) -> Path:
     """The deployment's folder in the state folder, made (with who owns it) before any machine
     is; the backend then records the request there before it starts anything.
@@ -45,9 +49,6 @@ def open_for(request: MachineRequest, owner: dict | None = None) -> Path:
         (making / "owner.json").write_text(json.dumps(owner))
     making.rename(folder)
     return folder
-
-
-_MAKING = ".making"
 
 
 def _forget_unfinished(root: Path) -> None:
