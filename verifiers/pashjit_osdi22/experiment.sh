@@ -10,6 +10,11 @@
 # text, so a pa.sh of the agent's could print it: the scripts and Python the run executes are
 # pinned, the interpreters that run them vouched, and the runtime's C programs searched for their
 # sources' strings. RUNBOOK.MD is never read.
+# A second PaSh run (the variant, a bank's when there is one) compiles the same pipeline with a
+# drawn width and splitter: the dataflow script the compiler makes of it, with the run's
+# temporary names, the workdir and the nonce put back to placeholders, is one text per variant
+# that only PaSh's compiler writes (the same on every run here: fifo numbers and node order are
+# the compiler's counters), and its digest is the variant's result.
 PASH="$WORKDIR/pa.sh"
 NONCE=$(od -An -tx1 -N6 /dev/urandom | tr -d ' \n')
 SEED=$(od -An -tu2 -N2 /dev/urandom | tr -d ' ')
@@ -131,3 +136,35 @@ chown -R "$OWNER" "$RUN"
 # Which input the compiled dataflow script read: its first `cat` into a fifo.
 sed -n 's/^{ cat "\(input\/[^"]*\)" >"[^"]*#fifo[0-9]*" & }$/input: \1/p' "$SCRATCH/pash_stderr.txt" \
   | head -n 1 >"$LOG_DIR/compiled_input.txt"
+
+# The drawn run: the variant's width and splitter (round robin is --r_split: r_split, r_wrap,
+# r_merge instead of auto-split and a merge), the same input.
+WIDTH=${VARIANT_WIDTH:-$(($(rand_below 15) + 2))}
+SPLIT=${VARIANT_SPLIT:-$([ "$(rand_below 2)" = 0 ] && echo auto || echo round_robin)}
+SPLIT_FLAG=""
+[ "$SPLIT" = round_robin ] && SPLIT_FLAG="--r_split"
+printf 'width: %s\nsplit: %s\n' "$WIDTH" "$SPLIT" >"$LOG_DIR/variant_drawn.txt"
+{
+  echo "== pa.sh -w $WIDTH $SPLIT_FLAG -d 1 spell.sh (the drawn variant)"
+  cd "$RUN" && rc_of pash_variant as_owner env PASH_TOP="$WORKDIR" timeout 600 "$PASH" -w "$WIDTH" $SPLIT_FLAG -d 1 spell.sh \
+    >"$SCRATCH/pash_variant.txt" 2>"$SCRATCH/variant_stderr.txt"
+  collect "$SCRATCH/pash_variant.txt" pash_variant.txt
+  grep -e 'Compiler exited with code' -e 'Daemon crashed' -e 'Error' -e 'Traceback' \
+    "$SCRATCH/variant_stderr.txt" | head -n 40
+  echo "exit code: $(cat "$LOG_DIR/pash_variant.rc")"
+} >"$LOG_DIR/05_pash_variant.log" 2>&1
+# The scripts the JIT engine executed (each "(4) Will execute script in" block of the -d 1 log),
+# the temporary folder (mktemp's /tmp/pash_XXXXXXX), the graph's folders (uuid4 hex), the
+# workdir and the nonce as placeholders.
+awk '/^[0-9]+: \(4\) Will execute script in /{ keep = 1; next } /^[0-9]+: \([0-9]+\) /{ keep = 0 } keep' \
+  "$SCRATCH/variant_stderr.txt" |
+  sed -e 's#/tmp/pash_[A-Za-z0-9]\{7\}/\{1,\}#<tmp>/#g' -e 's#[0-9a-f]\{32\}#<dir>#g' \
+    -e "s#$WORKDIR#<pash_top>#g" -e "s#$NONCE#<nonce>#g" >"$SCRATCH/variant_script.txt"
+collect "$SCRATCH/variant_script.txt" variant_script.txt
+# The shape of the script: how many ways its first splitter divides the input, and which.
+awk '/\/runtime\/(auto-split\.sh|r_split) / && !seen { seen = 1
+    print "width: " (gsub(/#fifo[0-9]+/, "&") - 1)
+    print "split: " (/\/runtime\/r_split / ? "round_robin" : "auto") }' \
+  "$SCRATCH/variant_script.txt" >"$LOG_DIR/variant_shape.txt"
+echo "compiled_script: $([ -s "$SCRATCH/variant_script.txt" ] && sha256sum <"$SCRATCH/variant_script.txt" | cut -c1-64 || echo none)" \
+  >"$LOG_DIR/variant.txt"
