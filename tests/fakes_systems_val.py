@@ -114,11 +114,12 @@ echo "{ sort -m \"$t#fifo6\" \"$t#fifo7\" >\"$t#fifo8\" & }"
 """
 
 
-def _pashjit(tmp_path, pa_body, runtime=True):
+def _pashjit(tmp_path, pa_body, runtime=True, first=""):
     """A checkout whose pa.sh (a bash script, as the tag's is) is the attacker's; with RUNTIME,
-    tiny ELFs where libdash and the runtime's programs are built (eager copies, split cuts)."""
+    tiny ELFs where libdash and the runtime's programs are built (eager copies, split cuts).
+    FIRST: lines that see pa.sh's whole command line, before it is cut to the script."""
     workdir = tmp_path / "wd"
-    script(workdir / "pa.sh", _PA_RUN + pa_body, shebang="#!/usr/bin/env bash")
+    script(workdir / "pa.sh", first + _PA_RUN + pa_body, shebang="#!/usr/bin/env bash")
     if runtime:
         stub_elf(workdir / "compiler/parser/libdash/src/.libs/libdash.so", "exit 0")
         stub_elf(workdir / "runtime/eager", 'cat "$1" > "$2"')
@@ -135,10 +136,33 @@ def pashjit_stub_binary(tmp_path):
     )
 
 
+# The drawn run's -w and --r_split, handed back: its log's splitter divides the input that many
+# ways with that splitter, as the compiled script's would.
+_PA_DRAWN = r"""
+w=2 splitter=auto-split.sh prev=
+for a in "$@"; do
+  [ "$prev" = -w ] && w=$a
+  [ "$a" = --r_split ] && splitter=r_split
+  prev=$a
+done
+"""
+_PA_DRAWN_LOG = r"""
+outs="" i=0
+while [ $i -lt "$w" ]; do outs="$outs \"$t#fifo1$i\""; i=$((i + 1)); done
+echo "{ $PASH_TOP/runtime/$splitter \"$t#fifo1\"$outs & }" >&2
+"""
+
+
 def pashjit_echo(tmp_path):
-    # The nonce-named input is all it sees of the draw: read from the script, echoed into the log.
+    # The nonce-named input is all it sees of the draw: read from the script, echoed into the
+    # log; the drawn width and splitter, from its own command line, into the splitter's line.
     return _pashjit(
-        tmp_path, 'in=$(grep -o "input/text_[0-9a-f]*\\.txt" "$1")\n' + _PA_LOG + 'exec bash "$1"'
+        tmp_path,
+        'in=$(grep -o "input/text_[0-9a-f]*\\.txt" "$1")\n'
+        + _PA_LOG
+        + _PA_DRAWN_LOG
+        + 'exec bash "$1"',
+        first=_PA_DRAWN,
     )
 
 
@@ -161,12 +185,23 @@ def pashjit_plain_shell(tmp_path):
     return _pashjit(tmp_path, 'exec bash "$1"', runtime=False)
 
 
-CASES |= {
-    ("pashjit_osdi22", "stub_binary"): (pashjit_stub_binary, None),
-    ("pashjit_osdi22", "echo"): (pashjit_echo, None),
-    ("pashjit_osdi22", "constant"): (pashjit_constant, None),
-    ("pashjit_osdi22", "plain_shell"): (pashjit_plain_shell, None),
+# The tests' own bank variant: a made-up digest, no real run's.
+PASHJIT_VARIANT = {
+    "id": "vtest-pash1",
+    "inputs": {"width": 6, "split": "round_robin"},
+    "expected": {"compiled_script": "ab" * 32},
+    "spread": {},
 }
+
+CASES |= {
+    ("pashjit_osdi22", "stub_binary"): (pashjit_stub_binary, PASHJIT_VARIANT),
+    ("pashjit_osdi22", "echo"): (pashjit_echo, PASHJIT_VARIANT),
+    ("pashjit_osdi22", "constant"): (pashjit_constant, PASHJIT_VARIANT),
+    ("pashjit_osdi22", "plain_shell"): (pashjit_plain_shell, PASHJIT_VARIANT),
+}
+# The echo hands the drawn width and splitter back, so the script's shape is right: what stops
+# it is the compiled script only PaSh's compiler writes.
+AIMED = {("pashjit_osdi22", "echo"): "variant_compiled_script"}
 
 
 # --- ward_osdi20 -------------------------------------------------------------------------------

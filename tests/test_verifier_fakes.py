@@ -206,7 +206,7 @@ CASES |= fakes_c5_fakes2.CASES
 CASES |= fakes_c5_kinds.CASES
 # (task, fake) -> the check that fake was built to meet, which must be among its stoppers.
 AIMED = fakes_ml37b.AIMED | fakes_ml_val.AIMED | fakes_c5_fakes1.AIMED | fakes_c5_fakes2.AIMED
-AIMED |= fakes_c5_kinds.AIMED | fakes_ml_val_b.AIMED
+AIMED |= fakes_c5_kinds.AIMED | fakes_ml_val_b.AIMED | fakes_systems_val.AIMED
 
 
 def defeats_of(task_id):

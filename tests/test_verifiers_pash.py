@@ -4,6 +4,7 @@ all from real runs here, pash_eurosys21's pass state by hand), the machine side 
 against a replaying pa.sh, the role's bash 5.2 patch on this host's own `declare -p` (what every
 verifier and reference role must have is tested in test_verifiers_all.py)."""
 
+import hashlib
 import re
 import shlex
 import shutil
@@ -13,7 +14,7 @@ import pytest
 import yaml
 
 from deploybench.catalog import checks
-from deploybench.verify import verification
+from deploybench.verify import bank, verification
 from tests.conftest import REPO
 from tests.verifier_states import (
     STATES,
@@ -36,6 +37,9 @@ FAILS_ON = {
         "pash_output_correct",
         "region_compiled",
         "runtime_holds_source_strings",
+        "variant_exit_code",
+        "variant_output_correct",
+        "variant_script_shape",
     ],
     # A pa.sh that runs everything with plain bash: the outputs are right, the log is not.
     ("pashjit_osdi22", "shallow"): [
@@ -45,6 +49,9 @@ FAILS_ON = {
         "pinned_sources",
         "region_compiled",
         "runtime_holds_source_strings",
+        "variant_exit_code",
+        "variant_output_correct",
+        "variant_script_shape",
     ],
     # The real build without the bash 5.2 patch: the daemon crashes reading the variables file.
     ("pashjit_osdi22", "fallback"): [
@@ -54,6 +61,9 @@ FAILS_ON = {
         "pash_exit_code",
         "pash_output_correct",
         "region_compiled",
+        "variant_exit_code",
+        "variant_output_correct",
+        "variant_script_shape",
     ],
     ("pash_eurosys21", "untouched"): [
         "compiled_the_hidden_input",
@@ -123,7 +133,10 @@ def test_a_replayed_log_or_output_fails(task_id, tmp_path):
     words = copy_state(task_id, "pass", tmp_path / "words")
     lines = (words / "expected.txt").read_text().splitlines()
     (words / "expected.txt").write_text("\n".join(lines[1:] + ["zzzzzzzzzzzz"]) + "\n")
-    assert failed(judged(task_id, words)) == ["bash_output_correct", "pash_output_correct"]
+    outputs = ["bash_output_correct", "pash_output_correct"]
+    if task_id == "pashjit_osdi22":
+        outputs.append("variant_output_correct")  # its drawn run reads the same input
+    assert failed(judged(task_id, words)) == outputs
 
 
 def test_pashjit_replaying_pa_sh_fails_on_this_host(tmp_path):
@@ -142,14 +155,18 @@ def test_pashjit_replaying_pa_sh_fails_on_this_host(tmp_path):
         'exec bash "$1"\n'
     )
     pa.chmod(0o755)
-    verdict = run_experiment("pashjit_osdi22", wd, tmp_path / "logs")
+    # The drawn run is given (width 7, round robin): the canned log's script is width 2, auto.
+    inputs = {"width": 7, "split": "round_robin"}
+    verdict = run_experiment("pashjit_osdi22", wd, tmp_path / "logs", inputs=inputs)
     assert verdict["passed"] is False
     assert failed(verdict["layer2"]["checks"]) == [
         "compiled_the_hidden_input",
         "pash_installed",
         "pinned_sources",
         "runtime_holds_source_strings",
+        "variant_script_shape",
     ]
+    assert (tmp_path / "logs" / "variant_shape.txt").read_text() == "width: 2\nsplit: auto\n"
 
 
 def _patched_requote():
@@ -204,3 +221,35 @@ def test_pashjit_role_patches_only_where_bash_is_5_2():
         t for t in tasks if "bash52_declare_quotes.patch" in str(t.get("ansible.builtin.command"))
     )
     assert "pashjit_osdi22_bash.stdout is version('5.2', '>=')" in patch["when"]
+
+
+def test_pashjit_the_drawn_run_is_judged_by_its_compiled_script_and_shape(tmp_path):
+    # The recorded pass state's drawn run was width 2, round robin; its compiled script's digest
+    # is what a bank made on the same machine recorded for that variant (and that variant was
+    # then taken out of the bank: published here, it is an answer).
+    state = STATES / "pashjit_osdi22" / "pass"
+    spec = bank.spec_of("pashjit_osdi22")
+    assert (state / "variant_drawn.txt").read_text() == "width: 2\nsplit: round_robin\n"
+    digest = re.fullmatch(
+        r"compiled_script: ([0-9a-f]{64})\n", (state / "variant.txt").read_text()
+    ).group(1)
+    # The digest is of the collected, normalized script (the trusted busybox's sha256sum).
+    assert hashlib.sha256((state / "variant_script.txt").read_bytes()).hexdigest() == digest
+    script = (state / "variant_script.txt").read_text()
+    assert "/tmp/pash_" not in script and "<pash_top>/runtime/r_split " in script
+    variant = {"id": "vrec", "inputs": {"width": 2, "split": "round_robin"}, "spread": {}}
+    ok = bank.judge(spec, variant | {"expected": {"compiled_script": digest}}, state)
+    assert [c["passed"] for c in ok] == [True]
+    # Another variant's answer (a width-3 script is another text) fails, and so does a state
+    # whose drawn run never compiled (no script: `none`).
+    other = bank.judge(spec, variant | {"expected": {"compiled_script": "ab" * 32}}, state)
+    assert [(c["name"], c["passed"]) for c in other] == [("variant_compiled_script", False)]
+    none = copy_state("pashjit_osdi22", "pass", tmp_path / "none")
+    (none / "variant.txt").write_text("compiled_script: none\n")
+    assert not bank.judge(spec, variant | {"expected": {"compiled_script": digest}}, none)[0][
+        "passed"
+    ]
+    # A script of another width than drawn fails the shape check without any bank.
+    shape = copy_state("pashjit_osdi22", "pass", tmp_path / "shape")
+    edit(shape / "variant_drawn.txt", "width: 2", "width: 3")
+    assert failed(judged("pashjit_osdi22", shape)) == ["variant_script_shape"]
