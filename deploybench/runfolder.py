@@ -14,6 +14,8 @@ same way everywhere: without that line, and said so."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -439,6 +441,21 @@ def read_gateway(attempt: Path) -> dict[str, Any] | None:
 
 def write_variant(attempt: Path, variant: dict[str, Any]) -> None:
     _write_json(Path(attempt) / VARIANT, variant)
+
+
+@contextlib.contextmanager
+def drawing_variants(run_dir: Path, task_id: str):
+    """Held while one attempt reads which bank variants its run gave (variants_drawn) and
+    writes its own: parallel attempts of a task (threads or processes) otherwise read the same
+    set and draw the same variant."""
+    folder = Path(run_dir) / task_id
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".variants.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def read_variant(attempt: Path) -> dict[str, Any] | None:

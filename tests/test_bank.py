@@ -630,3 +630,46 @@ def test_the_diffs_size_is_exact_within_the_limit_and_bounded_beyond_it():
     started = time.monotonic()
     assert repairs.diff_size(pinned, crafted, most=10) == (1_000_000, 100)
     assert time.monotonic() - started < 5
+
+
+def test_parallel_attempts_of_a_run_never_draw_the_same_variant(tmp_path, monkeypatch):
+    # Two attempts begin at once (the controller's threads): the second must see the first's
+    # draw. The test holds the run's draw while an attempt begins in a thread, writes another
+    # attempt's variant (A) meanwhile, as a parallel attempt would, and then lets go: the
+    # waiting attempt was held, and draws the one variant left (B), never A again.
+    import threading
+
+    from deploybench.attempt import sidedoor
+
+    monkeypatch.setattr(bank, "spec_of", lambda task_id: SPEC)
+    runs = [
+        {"inputs": {"seed": s, "size": 8}, "log_dir": _logs(tmp_path, str(s), s), "seconds": 1}
+        for s in (1, 2)
+    ]
+    folder = tmp_path / "banks"
+    made = bank.record(SPEC, runs, {"task": TINYTRAIN})
+    bank.save(folder, TINYTRAIN, made)
+    first, second = (v["id"] for v in made["variants"])
+    run_dir = tmp_path / "run"
+    other = runfolder.attempt_dir(run_dir, TINYTRAIN, "nop", 1)
+    waiting = runfolder.attempt_dir(run_dir, TINYTRAIN, "overclaim", 1)
+    errors = []
+
+    def begin():
+        try:
+            sidedoor.begin(TINYTRAIN, "overclaim", waiting, bank_dir=str(folder))
+        except Exception as e:  # noqa: BLE001 (handed to the test's thread)
+            errors.append(e)
+
+    with runfolder.drawing_variants(run_dir, TINYTRAIN):
+        thread = threading.Thread(target=begin)
+        thread.start()
+        thread.join(timeout=3)
+        assert thread.is_alive() and runfolder.read_variant(waiting) is None
+        other.mkdir(parents=True)
+        runfolder.write_variant(other, bank.drawn(TINYTRAIN, folder, {second}, random.Random(1)))
+        assert runfolder.read_variant(other)["id"] == first
+    thread.join(timeout=60)
+    assert not errors and not thread.is_alive()
+    assert runfolder.read_variant(waiting)["id"] == second
+    assert runfolder.read_variant(waiting)["reused"] is False

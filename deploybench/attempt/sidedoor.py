@@ -112,14 +112,16 @@ def begin(
         from deploybench.verify import bank, toolkit, verification
 
         verification.load_checks(task_id)  # a task whose checks do not validate is not run
-        variant = bank.drawn(
-            task_id,
-            bank.root(bank_dir),
-            runfolder.variants_drawn(attempt.parent.parent.parent, task_id),
-            random.SystemRandom(),
-            machine=bank.kind(image, cpu_only) if image else None,
-        )
-        runfolder.write_variant(attempt, variant)
+        run_dir = attempt.parent.parent.parent
+        with runfolder.drawing_variants(run_dir, task_id):
+            variant = bank.drawn(
+                task_id,
+                bank.root(bank_dir),
+                runfolder.variants_drawn(run_dir, task_id),
+                random.SystemRandom(),
+                machine=bank.kind(image, cpu_only) if image else None,
+            )
+            runfolder.write_variant(attempt, variant)
         script = Path(paths["machine_script"])
         # CPU_ONLY=1 only in the CPU validation of a GPU task (deploybench ... --cpu-only).
         script.write_text(
