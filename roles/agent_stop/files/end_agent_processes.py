@@ -180,23 +180,27 @@ def end_processes(before: dict) -> tuple[list[str], bool]:
     keep = set(before.get("processes", []))
     mine = ancestors(os.getpid())
     ended = []
+    # A process killed in one round may not have finished dying by the next (a loaded host):
+    # it is signalled again but listed once.
+    listed = set()
     for _ in range(ROUNDS):
-        targets = [
-            pid
+        targets = {
+            pid: f"{pid}:{start}"
             for pid, (ppid, flags, start) in processes().items()
             if f"{pid}:{start}" not in keep
             and pid not in mine
             and pid not in (1, 2)
             and not flags & PF_KTHREAD
             and ppid != 2
-        ]
+        }
         if not targets:
             return ended, True
         # Stop them all first, so none can start a replacement while the others die.
         for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for pid in targets:
+            for pid, key in targets.items():
                 try:
-                    if sig == signal.SIGKILL:
+                    if sig == signal.SIGKILL and key not in listed:
+                        listed.add(key)
                         ended.append(f"killed {pid}: {command_line(pid)}")
                     os.kill(pid, sig)
                 except ProcessLookupError:
