@@ -112,14 +112,21 @@ def test_results_are_judged_within_the_larger_of_the_tolerances(tmp_path):
     assert not any(c["passed"] for c in missing)
 
 
-def test_an_attempt_gets_a_variant_its_run_has_not_used(tmp_path, monkeypatch):
-    monkeypatch.setattr(bank, "spec_of", lambda task_id: SPEC)
+def _bank_of_two(tmp_path):
+    """A bank of SPEC's with two variants (seeds 1 and 2) in tmp_path/banks: (folder, bank)."""
     runs = [
         {"inputs": {"seed": s, "size": 8}, "log_dir": _logs(tmp_path, str(s), s), "seconds": 1}
         for s in (1, 2)
     ]
     folder = tmp_path / "banks"
-    bank.save(folder, TINYTRAIN, bank.record(SPEC, runs, {"task": TINYTRAIN}))
+    made = bank.record(SPEC, runs, {"task": TINYTRAIN})
+    bank.save(folder, TINYTRAIN, made)
+    return folder, made
+
+
+def test_an_attempt_gets_a_variant_its_run_has_not_used(tmp_path, monkeypatch):
+    monkeypatch.setattr(bank, "spec_of", lambda task_id: SPEC)
+    folder, _ = _bank_of_two(tmp_path)
     run_dir = tmp_path / "run"
     seen = set()
     for n in (1, 2, 3):
@@ -642,13 +649,7 @@ def test_parallel_attempts_of_a_run_never_draw_the_same_variant(tmp_path, monkey
     from deploybench.attempt import sidedoor
 
     monkeypatch.setattr(bank, "spec_of", lambda task_id: SPEC)
-    runs = [
-        {"inputs": {"seed": s, "size": 8}, "log_dir": _logs(tmp_path, str(s), s), "seconds": 1}
-        for s in (1, 2)
-    ]
-    folder = tmp_path / "banks"
-    made = bank.record(SPEC, runs, {"task": TINYTRAIN})
-    bank.save(folder, TINYTRAIN, made)
+    folder, made = _bank_of_two(tmp_path)
     first, second = (v["id"] for v in made["variants"])
     run_dir = tmp_path / "run"
     other = runfolder.attempt_dir(run_dir, TINYTRAIN, "nop", 1)
