@@ -223,3 +223,24 @@ def test_a_process_name_cannot_forge_the_collected_state(root_host, runs, tmp_pa
         if path.is_file():
             assert b"FORGED-7791" not in path.read_bytes(), f"forged state in {path}"
     assert "4447" not in (state / "processes_after_stop.txt").read_text()
+
+
+def test_a_process_slow_to_die_is_killed_again_but_listed_once(monkeypatch):
+    # A loaded host: a real process is killed in the first round, but /proc still shows it in
+    # the next (it has not finished dying). It is signalled again and listed once.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("end_agent_processes", END)
+    end = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(end)
+    child = subprocess.Popen(["sleep", "4446"])
+    try:
+        seen = end.processes()[child.pid]
+        rounds = iter([{child.pid: seen}, {child.pid: seen}, {}])
+        monkeypatch.setattr(end, "processes", lambda: next(rounds))
+        killed, settled = end.end_processes({"processes": []})
+        assert settled
+        assert killed == [f"killed {child.pid}: sleep 4446"]
+        assert child.wait(timeout=10) == -9
+    finally:
+        child.kill()
