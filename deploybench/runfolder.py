@@ -14,6 +14,8 @@ same way everywhere: without that line, and said so."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -22,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deploybench import contracts, jsonl, locks
+from deploybench import contracts, jsonl
 from deploybench.errors import DeployBenchError
 
 # ---- the run's own files ----
@@ -441,13 +443,19 @@ def write_variant(attempt: Path, variant: dict[str, Any]) -> None:
     _write_json(Path(attempt) / VARIANT, variant)
 
 
+@contextlib.contextmanager
 def drawing_variants(run_dir: Path, task_id: str):
     """Held while one attempt reads which bank variants its run gave (variants_drawn) and
     writes its own: parallel attempts of a task (threads or processes) otherwise read the same
     set and draw the same variant."""
     folder = Path(run_dir) / task_id
     folder.mkdir(parents=True, exist_ok=True)
-    return locks.held(folder / ".variants.lock")
+    with open(folder / ".variants.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def read_variant(attempt: Path) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ then lacks them too, and `missing_files` names the files that cannot be staged."
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -30,7 +31,6 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from deploybench import locks
 from deploybench.errors import DeployBenchError
 from deploybench.paths import TASKS_DIR, state_home
 
@@ -259,8 +259,12 @@ def find_in_mirror(mirror: Path, url: str) -> Path | None:
 def locked() -> Iterator[None]:
     """One writer at a time: parallel attempts and a sync may touch the cache together."""
     cache_root().mkdir(parents=True, exist_ok=True)
-    with locks.held(cache_root() / ".lock"):
-        yield
+    with open(cache_root() / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def load_index() -> dict[str, Any]:
